@@ -1,0 +1,49 @@
+// Inter-node building blocks: the exchange between daemons, one stream per
+// node, on a node's "work" region. Each function appends this node's part of
+// the algorithm; every node calls it with the same arguments, except `node`
+// and `work`, which name this node's own memory.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "collectives/schedule_builder.h"
+
+namespace baton {
+
+// Byte spans (offset, bytes) of the work region; Partitions[j] is the part
+// that node j owns at the end of a reduce-scatter / starts with in an all-gather.
+using Spans = std::vector<std::pair<uint64_t, uint64_t>>;
+using Partitions = std::vector<Spans>;
+
+// `parts` near-equal chunks of `count` elements (sizes differ by at most one element).
+Partitions EvenChunks(uint64_t count, uint64_t elem_size, int parts);
+// Node j owns the blocks of its ranks: block r is [r*block_bytes, (r+1)*block_bytes).
+Partitions RankBlocks(const NodeLayout& layout, uint64_t block_bytes);
+
+// Ring reduce-scatter (N-1 steps): afterwards node j's partition holds the
+// reduction over all nodes. Each element is reduced in exactly one place,
+// so every node later sees identical bits.
+void RingReduceScatter(ScheduleBuilder& b, int node, int num_nodes, const Region& work, const Partitions& parts);
+// Ring all-gather (N-1 steps): node j's partition is copied to every node.
+void RingAllGather(ScheduleBuilder& b, int node, int num_nodes, const Region& work, const Partitions& parts);
+// Every node sends its partition to every other node in one phase.
+void DirectAllGather(ScheduleBuilder& b, int node, int num_nodes, const Region& work, const Partitions& parts);
+
+// Recursive doubling: log2(N) exchanges of the whole vector; N must be a power of two.
+// Both partners combine the same two partial results, so results are identical.
+void RecursiveDoublingAllReduce(ScheduleBuilder& b, int node, int num_nodes, const Region& work);
+// Every node sends its vector to every other node; each reduces all N vectors
+// in node order, so all results are bit-identical.
+void DirectAllReduce(ScheduleBuilder& b, int node, int num_nodes, const Region& work);
+
+// Broadcast `bytes` from `root_node`: on the root, `src` is read; elsewhere
+// `dst` is written. Direct for small messages, a pipelined chain otherwise.
+void BroadcastBetweenNodes(ScheduleBuilder& b, int node, int num_nodes, int root_node, const Region& src,
+                           const Region& dst, bool pipelined);
+
+// Every node learns that every other node reached this point.
+void NodeBarrier(ScheduleBuilder& b, int node, int num_nodes);
+
+}  // namespace baton

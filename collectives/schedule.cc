@@ -1,0 +1,74 @@
+#include "collectives/schedule.h"
+
+#include <sstream>
+
+namespace baton {
+namespace {
+
+const char* StepName(StepKind k) {
+  switch (k) {
+    case StepKind::kCopy: return "copy";
+    case StepKind::kReduce: return "reduce";
+    case StepKind::kDivide: return "divide";
+    case StepKind::kSend: return "send";
+    case StepKind::kRecv: return "recv";
+    case StepKind::kRecvReduce: return "recv-reduce";
+  }
+  return "?";
+}
+
+std::string RegionString(const Region& r) {
+  std::ostringstream os;
+  switch (r.buf) {
+    case BufKind::kSend: os << "send[" << r.rank << "]"; break;
+    case BufKind::kRecv: os << "recv[" << r.rank << "]"; break;
+    case BufKind::kScratch: os << "scratch"; break;
+  }
+  os << "+" << r.offset << ":" << r.bytes;
+  return os.str();
+}
+
+}  // namespace
+
+size_t Schedule::NumSteps() const {
+  size_t n = 0;
+  for (const auto& p : phases) n += p.steps.size();
+  return n;
+}
+
+std::string Schedule::ToString() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    for (const Step& s : phases[i].steps) {
+      os << "phase " << i << ": " << StepName(s.kind);
+      if (s.IsNetwork()) os << " peer " << s.peer;
+      if (s.kind != StepKind::kRecv && s.kind != StepKind::kRecvReduce && s.kind != StepKind::kDivide) {
+        os << " " << RegionString(s.src);
+      }
+      if (s.kind != StepKind::kSend) os << " -> " << RegionString(s.dst);
+      os << "\n";
+    }
+  }
+  return os.str();
+}
+
+const char* AlgorithmName(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto: return "auto";
+    case Algorithm::kRing: return "ring";
+    case Algorithm::kRecursiveDoubling: return "recursive_doubling";
+    case Algorithm::kDirect: return "direct";
+  }
+  return "?";
+}
+
+bool ParseAlgorithm(const std::string& name, Algorithm* out) {
+  if (name == "auto" || name.empty()) *out = Algorithm::kAuto;
+  else if (name == "ring") *out = Algorithm::kRing;
+  else if (name == "rd" || name == "recursive_doubling") *out = Algorithm::kRecursiveDoubling;
+  else if (name == "direct") *out = Algorithm::kDirect;
+  else return false;
+  return true;
+}
+
+}  // namespace baton

@@ -1,0 +1,178 @@
+// Every collective x data type x reduction x count x layout x algorithm, run
+// through the in-memory simulator and checked element by element.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "tests/reference.h"
+#include "tests/schedule_simulator.h"
+
+namespace baton::test {
+namespace {
+
+struct LayoutCase {
+  const char* name;
+  std::vector<int> node_of_rank;
+};
+
+const std::vector<LayoutCase>& Layouts() {
+  static const std::vector<LayoutCase> kLayouts = {
+      {"1x4", {0, 0, 0, 0}},
+      {"2x2", {0, 0, 1, 1}},
+      {"3x1", {0, 1, 2}},
+      {"3x123", {0, 1, 1, 2, 2, 2}},
+      {"4x2_interleaved", {0, 1, 2, 3, 0, 1, 2, 3}},
+      {"5x1", {0, 1, 2, 3, 4}},
+  };
+  return kLayouts;
+}
+
+const Collective kCollectives[] = {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce,
+                                   Collective::kAllGather, Collective::kReduceScatter, Collective::kScatter,
+                                   Collective::kGather, Collective::kAllToAll};
+
+struct Buffers {
+  std::vector<Bytes> sends;
+  std::vector<Bytes> recvs;
+  std::vector<SimRank> sim;
+};
+
+// Runs `sig` on `layout`; with in_place, each rank's input sits where NCCL's
+// in-place convention puts it inside its output (or vice versa).
+void RunAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorithm algo, bool in_place) {
+  const int world = layout.world_size();
+  const uint64_t es = DataTypeSize(sig.dtype);
+  const uint64_t blk = sig.count * es;
+  std::vector<Bytes> sends(world);
+  std::vector<Bytes> recvs(world);
+  std::vector<SimRank> sim(world);
+  std::vector<int> in_place_ranks;
+  for (int r = 0; r < world; ++r) {
+    sends[r] = MakeSendBuffer(sig, world, r);
+    BufferExtents ext;
+    ComputeExtents(sig.collective, sig.count, world, r, sig.root, &ext);
+    recvs[r].assign(ext.recv_elems * es, 0xAB);
+    sim[r] = {sends[r].data(), sends[r].size(), recvs[r].data(), recvs[r].size()};
+    if (!in_place) continue;
+    // Place the input inside the output buffer (or the output inside the input).
+    switch (sig.collective) {
+      case Collective::kAllReduce:
+      case Collective::kAllToAll:
+      case Collective::kBroadcast:
+      case Collective::kReduce:
+        if (ext.send_elems == ext.recv_elems) {
+          std::memcpy(recvs[r].data(), sends[r].data(), sends[r].size());
+          sim[r].send = recvs[r].data();
+          in_place_ranks.push_back(r);
+        }
+        break;
+      case Collective::kAllGather:
+      case Collective::kGather:
+        if (ext.recv_elems > 0) {
+          std::memcpy(recvs[r].data() + r * blk, sends[r].data(), blk);
+          sim[r].send = recvs[r].data() + r * blk;
+          sim[r].send_bytes = blk;
+        }
+        break;
+      case Collective::kReduceScatter:
+      case Collective::kScatter:
+        if (ext.send_elems > 0) {
+          sim[r].recv = sends[r].data() + r * blk;
+          sim[r].recv_bytes = blk;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  // Reference from pristine copies of the inputs.
+  std::vector<Bytes> inputs = sends;
+  Status st = Simulate(layout, sig, algo, sim, in_place_ranks);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  for (int r = 0; r < world; ++r) {
+    Bytes want = Expected(sig, world, r, inputs);
+    Bytes got(sim[r].recv, sim[r].recv + sim[r].recv_bytes);
+    if (want.empty() && got.empty()) continue;
+    std::string msg;
+    ASSERT_EQ(FirstMismatch(sig.dtype, got, want, &msg), -1)
+        << sig.ToString() << " rank " << r << " algo " << AlgorithmName(algo) << (in_place ? " in-place" : "")
+        << ": " << msg;
+  }
+}
+
+class ScheduleMatrix : public ::testing::TestWithParam<std::tuple<size_t, Collective>> {};
+
+TEST_P(ScheduleMatrix, EveryTypeOpCountAndAlgorithm) {
+  const auto& lc = Layouts()[std::get<0>(GetParam())];
+  NodeLayout layout;
+  ASSERT_TRUE(NodeLayout::FromNodeOfRank(lc.node_of_rank, &layout).ok());
+  const Collective coll = std::get<1>(GetParam());
+  const uint64_t counts[] = {0, 1, 7, 1024 + 3};
+  for (uint32_t t = 0; t < kNumDataTypes; ++t) {
+    for (uint32_t o = 0; o < kNumRedOps; ++o) {
+      if (!IsReduction(coll) && o > 0) break;
+      for (uint64_t count : counts) {
+        for (Algorithm algo : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kDirect}) {
+          for (bool in_place : {false, true}) {
+            OpSignature sig{coll, static_cast<DataType>(t), static_cast<RedOp>(o), -1, count};
+            sig.root = HasRoot(coll) ? layout.world_size() - 1 : -1;
+            RunAndCheck(layout, sig, algo, in_place);
+            if (HasFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllLayouts, ScheduleMatrix,
+    ::testing::Combine(::testing::Range<size_t>(0, 6), ::testing::ValuesIn(kCollectives)),
+    [](const auto& info) {
+      return std::string(Layouts()[std::get<0>(info.param)].name) + "_" + CollectiveName(std::get<1>(info.param));
+    });
+
+// Large vectors exercise the pipelined chain broadcast and uneven ring chunks.
+TEST(ScheduleLarge, MillionElementsEveryCollective) {
+  NodeLayout layout;
+  ASSERT_TRUE(NodeLayout::FromNodeOfRank({0, 1, 1, 2, 2, 2}, &layout).ok());
+  for (Collective c : kCollectives) {
+    OpSignature sig{c, DataType::kFloat32, RedOp::kSum, HasRoot(c) ? 2 : -1, (1u << 20) + 1};
+    RunAndCheck(layout, sig, Algorithm::kAuto, false);
+  }
+}
+
+TEST(ScheduleShape, RingAllReduceMovesTwoTimesNMinusOneOverNOfTheData) {
+  NodeLayout layout = NodeLayout::Blocked({1, 1, 1, 1});
+  OpSignature sig{Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 4000};
+  PlanInput in{sig, &layout, 0, Algorithm::kRing, {}};
+  Schedule s;
+  ASSERT_TRUE(BuildSchedule(in, &s).ok());
+  uint64_t sent = 0;
+  for (const auto& p : s.phases)
+    for (const auto& st : p.steps)
+      if (st.kind == StepKind::kSend) sent += st.src.bytes;
+  EXPECT_EQ(sent, 2u * 3u * 4000u * 4u / 4u);
+  EXPECT_EQ(s.phases.size(), 6u);  // N-1 reduce-scatter + N-1 all-gather steps
+}
+
+TEST(ScheduleShape, RootOutsideTheCommunicatorIsRejected) {
+  NodeLayout layout = NodeLayout::Blocked({2});
+  OpSignature sig{Collective::kBroadcast, DataType::kInt32, RedOp::kSum, 5, 10};
+  Schedule s;
+  Status st = BuildSchedule({sig, &layout, 0, Algorithm::kAuto, {}}, &s);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("root 5"), std::string::npos) << st.message();
+}
+
+TEST(ScheduleShape, AutoPicksRecursiveDoublingForSmallAndRingForLarge) {
+  OpSignature small{Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 16};
+  OpSignature large{Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 1 << 22};
+  EXPECT_EQ(ChooseAlgorithm(small, 4, Algorithm::kAuto), Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(ChooseAlgorithm(small, 3, Algorithm::kAuto), Algorithm::kDirect);
+  EXPECT_EQ(ChooseAlgorithm(large, 4, Algorithm::kAuto), Algorithm::kRing);
+  EXPECT_EQ(ChooseAlgorithm(small, 3, Algorithm::kRecursiveDoubling), Algorithm::kDirect);
+}
+
+}  // namespace
+}  // namespace baton::test
