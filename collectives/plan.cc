@@ -253,7 +253,8 @@ Status BuildSchedule(const PlanInput& in, Schedule* out) {
     case Collective::kAllReduce: PlanAllReduce(c); break;
     case Collective::kReduce: PlanReduce(c); break;
     case Collective::kBroadcast: PlanBroadcast(c); break;
-    case Collective::kAllGather: PlanAllGather(c); break;
+    case Collective::kAllGather:
+    case Collective::kSplit: PlanAllGather(c); break;
     case Collective::kReduceScatter: PlanReduceScatter(c); break;
     case Collective::kGather: PlanGather(c); break;
     case Collective::kScatter: PlanScatter(c); break;

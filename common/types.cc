@@ -11,7 +11,7 @@ constexpr std::array<size_t, kNumDataTypes> kTypeSizes = {1, 1, 4, 4, 8, 8, 2, 2
 constexpr std::array<const char*, kNumRedOps> kOpNames = {"sum", "prod", "min", "max", "avg"};
 constexpr std::array<const char*, kNumCollectives> kCollNames = {
     "allreduce", "broadcast", "reduce", "allgather", "reducescatter", "scatter",
-    "gather", "alltoall", "send", "recv", "barrier"};
+    "gather", "alltoall", "send", "recv", "barrier", "split"};
 
 template <typename E, size_t N>
 std::optional<E> ParseName(const std::array<const char*, N>& names, std::string_view name) {
@@ -77,7 +77,8 @@ bool ComputeExtents(Collective c, uint64_t count, int nranks, int rank, int root
     case Collective::kAllReduce: e = {count, count}; break;
     case Collective::kBroadcast: e = {is_root ? count : 0, count}; break;
     case Collective::kReduce: e = {count, is_root ? count : 0}; break;
-    case Collective::kAllGather: e = {count, all}; break;
+    case Collective::kAllGather:
+    case Collective::kSplit: e = {count, all}; break;
     case Collective::kReduceScatter: e = {all, count}; break;
     case Collective::kScatter: e = {is_root ? all : 0, count}; break;
     case Collective::kGather: e = {count, is_root ? all : 0}; break;

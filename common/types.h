@@ -23,8 +23,11 @@ inline constexpr uint32_t kNumRedOps = 5;
 enum class Collective : uint32_t {
   kAllReduce = 0, kBroadcast = 1, kReduce = 2, kAllGather = 3, kReduceScatter = 4,
   kScatter = 5, kGather = 6, kAllToAll = 7, kSend = 8, kRecv = 9, kBarrier = 10,
+  // Internal: the all-gather of (color, key) behind baton_comm_split. Never
+  // accepted in a client descriptor.
+  kSplit = 11,
 };
-inline constexpr uint32_t kNumCollectives = 11;
+inline constexpr uint32_t kNumCollectives = 12;
 
 size_t DataTypeSize(DataType t);
 const char* DataTypeName(DataType t);

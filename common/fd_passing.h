@@ -1,0 +1,17 @@
+// Sending and receiving one message with file descriptors (SCM_RIGHTS).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "common/status.h"
+#include "common/unique_fd.h"
+
+namespace baton {
+
+Status SendWithFds(int sock, const void* data, size_t len, const std::vector<int>& fds);
+// Receives one packet (at most `cap` bytes); received fds are owned by `fds`.
+// Returns the packet length in *len (0 = peer closed).
+Status RecvWithFds(int sock, void* data, size_t cap, size_t* len, std::vector<UniqueFd>* fds);
+
+}  // namespace baton

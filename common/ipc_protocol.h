@@ -1,0 +1,152 @@
+// The client <-> daemon protocol.
+//
+// Control messages travel over a Unix SOCK_SEQPACKET socket as fixed-size
+// structs (one message per packet; the daemon checks type and exact size
+// before reading a field). Memory segments and the submission ring are
+// memfds that the daemon creates and passes with SCM_RIGHTS.
+//
+// Collectives do not use the socket: the client writes a Descriptor into the
+// submission ring in shared memory, bumps `tail` and writes the doorbell
+// eventfd; the daemon copies the descriptor out (so later writes by the
+// client cannot change what was validated), executes it and publishes the
+// result in the Completion slot the descriptor named, waking the client with
+// a futex. Everything the client writes is untrusted input to the daemon.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace baton::ipc {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr size_t kMaxMessage = 4096;
+
+enum class MsgType : uint32_t {
+  kHello = 1,
+  kMemAlloc = 2,
+  kMemFree = 3,
+  kCommInit = 4,
+  kCommSplit = 5,
+  kCommDestroy = 6,
+  kReply = 100,
+};
+
+struct MsgHeader {
+  uint32_t type;
+  uint32_t request_id;
+};
+
+struct HelloRequest {
+  MsgHeader h;
+  uint32_t version;
+  uint32_t reserved;
+};
+
+struct MemAllocRequest {
+  MsgHeader h;
+  uint64_t size;
+};
+
+struct MemFreeRequest {
+  MsgHeader h;
+  uint64_t segment;
+};
+
+struct CommInitRequest {
+  MsgHeader h;
+  char job_id[128];
+  char comm_name[64];
+  char rendezvous[256];  // host:port; empty = the daemon's default
+  char secret[64];
+  int32_t nranks;
+  int32_t rank;
+  uint32_t timeout_ms;  // collective timeout; 0 = daemon default
+  char algorithm[16];   // BATON_ALGO of the rank: auto, ring, rd, direct ("" = auto)
+};
+
+struct CommSplitRequest {
+  MsgHeader h;
+  uint64_t parent;
+  uint64_t seq;  // the split is a collective on the parent: next sequence number
+  int32_t color;  // negative: this rank joins no new communicator
+  int32_t key;
+};
+
+struct CommDestroyRequest {
+  MsgHeader h;
+  uint64_t comm;
+};
+
+// The one reply type. Fds (ring + doorbell for Hello, the segment for
+// MemAlloc) ride along with SCM_RIGHTS.
+struct Reply {
+  MsgHeader h;
+  int32_t code;      // baton::Code
+  uint32_t reserved;
+  uint64_t value;    // Hello: ring bytes; MemAlloc: segment id; CommInit/Split: comm handle
+  int32_t rank;      // CommInit/Split: this rank in the communicator
+  int32_t nranks;    //   and its size (0 for a split with negative color)
+  char message[1024];
+};
+
+// ---- shared-memory submission ring ----
+
+struct BufferRef {
+  uint64_t segment;  // 0 = no buffer
+  uint64_t offset;
+};
+
+struct Descriptor {
+  uint64_t comm;        // handle from CommInit/Split
+  uint64_t seq;         // per-communicator sequence number (collectives), per-peer (send/recv)
+  uint32_t collective;  // baton::Collective
+  uint32_t dtype;       // baton::DataType
+  uint32_t redop;       // baton::RedOp
+  int32_t root;         // root, or peer for send/recv; -1 if none
+  uint64_t count;
+  BufferRef send;
+  BufferRef recv;
+  uint32_t completion;  // index of the Completion slot to publish into
+  uint32_t flags;
+  uint64_t reserved[2];
+};
+static_assert(sizeof(Descriptor) == 96);
+
+enum CompletionState : uint32_t { kIdle = 0, kPending = 1, kDone = 2 };
+
+struct alignas(64) Completion {
+  std::atomic<uint32_t> state;  // futex word
+  int32_t code;
+  char message[504];
+};
+static_assert(sizeof(Completion) == 512);
+
+struct alignas(64) RingControl {
+  std::atomic<uint32_t> tail;  // next slot the client fills (client writes)
+  uint32_t pad0[15];
+  std::atomic<uint32_t> head;  // next slot the daemon consumes (daemon writes; futex word)
+  uint32_t pad1[15];
+  uint32_t num_slots;
+  uint32_t num_completions;
+};
+
+inline constexpr uint32_t kRingSlots = 256;
+inline constexpr uint32_t kCompletions = 1024;
+inline constexpr size_t kRingControlBytes = 4096;
+inline constexpr size_t kRingBytes =
+    kRingControlBytes + kRingSlots * sizeof(Descriptor) + kCompletions * sizeof(Completion);
+
+struct RingView {
+  RingControl* control;
+  Descriptor* slots;
+  Completion* completions;
+
+  static RingView At(void* base) {
+    auto* p = static_cast<uint8_t*>(base);
+    return {reinterpret_cast<RingControl*>(p), reinterpret_cast<Descriptor*>(p + kRingControlBytes),
+            reinterpret_cast<Completion*>(p + kRingControlBytes + kRingSlots * sizeof(Descriptor))};
+  }
+};
+
+}  // namespace baton::ipc

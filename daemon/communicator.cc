@@ -1,0 +1,419 @@
+#include "daemon/communicator.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/logging.h"
+#include "daemon/comm_registry.h"
+#include "daemon/p2p_link.h"
+#include "transports/tcp/connection_broker.h"
+#include "transports/tcp/tcp_mesh.h"
+
+namespace baton {
+namespace {
+
+uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::string RankList(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+}  // namespace
+
+Communicator::Communicator(CommSpec spec, DaemonServices services)
+    : spec_(std::move(spec)),
+      services_(services),
+      local_ranks_(spec_.layout.ranks_of_node[spec_.my_node]),
+      detached_(local_ranks_.size(), false),
+      next_seq_(local_ranks_.size(), 1) {}
+
+Communicator::~Communicator() = default;
+
+std::string Communicator::Describe() const {
+  return "communicator '" + spec_.name + "' of job '" + spec_.job + "'";
+}
+
+int Communicator::LocalIndex(int rank) const {
+  auto it = std::lower_bound(local_ranks_.begin(), local_ranks_.end(), rank);
+  return it != local_ranks_.end() && *it == rank ? static_cast<int>(it - local_ranks_.begin()) : -1;
+}
+
+void Communicator::Attach(int rank, ReadyFn ready) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (LocalIndex(rank) < 0 || attached_.count(rank)) {
+    lock.unlock();
+    ready(Status::Internal("rank " + std::to_string(rank) + " cannot attach to " + Describe() + " on this node"));
+    return;
+  }
+  attached_[rank] = std::move(ready);
+  StartLocked();
+  cv_.notify_all();
+}
+
+void Communicator::StartLocked() {
+  if (started_) return;
+  started_ = true;
+  // The worker keeps the communicator alive until every local rank has left.
+  std::thread([self = shared_from_this()] { self->Worker(); }).detach();
+}
+
+bool Communicator::AllDetachedLocked() const {
+  return std::all_of(detached_.begin(), detached_.end(), [](bool d) { return d; });
+}
+
+void Communicator::Submit(LocalOp op) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int idx = LocalIndex(op.rank);
+  if (idx < 0) {
+    lock.unlock();
+    return op.Finish(Status::Internal("operation for a rank that is not on this node"));
+  }
+  if (!failed_.ok()) {
+    lock.unlock();
+    return op.Finish(failed_);
+  }
+  if (op.sig.collective == Collective::kSend || op.sig.collective == Collective::kRecv) {
+    return SubmitP2p(std::move(op), lock);
+  }
+  if (op.seq != next_seq_[idx]) {
+    const uint64_t want = next_seq_[idx];
+    lock.unlock();
+    return op.Finish(Status::InvalidArgument("rank " + std::to_string(op.rank) + " submitted op #" +
+                                             std::to_string(op.seq) + " but op #" + std::to_string(want) +
+                                             " was expected (client library bug or corrupted ring)"));
+  }
+  ++next_seq_[idx];
+  auto& slot = pending_[op.seq];
+  if (slot.empty()) slot.resize(local_ranks_.size());
+  slot[idx] = std::move(op);
+  cv_.notify_all();
+}
+
+void Communicator::SubmitP2p(LocalOp op, std::unique_lock<std::mutex>& lock) {
+  const int peer = op.sig.root;
+  const bool is_send = op.sig.collective == Collective::kSend;
+  const bool peer_local = LocalIndex(peer) >= 0;
+  if (!peer_local) {
+    if (!p2p_) {
+      // Not connected yet (ready_ is false): cannot happen for a client that
+      // waited for init, but a hostile one might try.
+      lock.unlock();
+      return op.Finish(Status::InvalidArgument("point-to-point operation before the communicator is ready"));
+    }
+    if (is_send) {
+      p2p_->Send(std::move(op));
+    } else {
+      p2p_->Recv(std::move(op));
+    }
+    return;
+  }
+  const int src = is_send ? op.rank : peer;
+  const int dst = is_send ? peer : op.rank;
+  (is_send ? p2p_sends_ : p2p_recvs_)[{src, dst}].push_back(std::move(op));
+  MatchLocalP2pLocked(src, dst);
+}
+
+void Communicator::MatchLocalP2pLocked(int src, int dst) {
+  auto& sends = p2p_sends_[{src, dst}];
+  auto& recvs = p2p_recvs_[{src, dst}];
+  while (!sends.empty() && !recvs.empty()) {
+    LocalOp s = std::move(sends.front());
+    LocalOp r = std::move(recvs.front());
+    sends.pop_front();
+    recvs.pop_front();
+    if (s.bufs.send_bytes != r.bufs.recv_bytes || s.sig.dtype != r.sig.dtype) {
+      Status st = Status::InvalidArgument("rank " + std::to_string(dst) + " posted recv of " +
+                                          std::to_string(r.sig.count) + " x " + DataTypeName(r.sig.dtype) +
+                                          " from rank " + std::to_string(src) + ", which sent " +
+                                          std::to_string(s.sig.count) + " x " + DataTypeName(s.sig.dtype));
+      s.Finish(st);
+      r.Finish(st);
+      continue;
+    }
+    if (s.bufs.send_bytes > 0 && s.bufs.send != r.bufs.recv) std::memmove(r.bufs.recv, s.bufs.send, s.bufs.send_bytes);
+    s.Finish(Status::Ok());
+    r.Finish(Status::Ok());
+  }
+}
+
+void Communicator::Detach(int rank, const Status& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int idx = LocalIndex(rank);
+    if (idx < 0) return;
+    detached_[idx] = true;
+    cv_.notify_all();
+  }
+  if (!reason.ok()) Abort(reason);
+}
+
+void Communicator::FailAllLocked(const Status& st) {
+  for (auto& [seq, ops] : pending_) {
+    for (auto& op : ops) {
+      if (op) op->Finish(st);
+    }
+  }
+  pending_.clear();
+  for (auto* queues : {&p2p_sends_, &p2p_recvs_}) {
+    for (auto& [pair, q] : *queues) {
+      for (auto& op : q) op.Finish(st);
+    }
+    queues->clear();
+  }
+}
+
+void Communicator::Abort(const Status& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failed_.ok()) return;
+  failed_ = reason;
+  BATON_WARN("{} aborted: {}", Describe(), reason.ToString());
+  FailAllLocked(reason);
+  if (p2p_) p2p_->Close(reason);
+  if (mesh_) mesh_->Interrupt();
+  cv_.notify_all();
+}
+
+Status Communicator::Connect() {
+  const int n = spec_.layout.num_nodes();
+  if (n == 1) return Status::Ok();
+  const auto deadline = std::chrono::steady_clock::now() + spec_.timeout;
+  std::vector<UniqueFd> coll(n);
+  std::vector<UniqueFd> p2p(n);
+  const int me = spec_.my_node;
+  // Lower node indices dial higher ones; dialling never waits for the
+  // peer's communicator (its listener parks the connection), so all dials
+  // finish before anyone waits for incoming connections.
+  for (int j = me + 1; j < n; ++j) {
+    for (auto ch : {tcp::Channel::kCollective, tcp::Channel::kPointToPoint}) {
+      tcp::Hello hello{tcp::kHelloMagic, tcp::kWireVersion, static_cast<uint16_t>(ch), spec_.uid,
+                       static_cast<uint32_t>(me), static_cast<uint32_t>(j)};
+      UniqueFd fd;
+      Status st = tcp::ConnectAndHello(spec_.node_addresses[j], hello, deadline, &fd);
+      if (!st.ok()) return st.WithContext("connecting to node " + spec_.node_names[j] + ": ");
+      (ch == tcp::Channel::kCollective ? coll : p2p)[j] = std::move(fd);
+    }
+  }
+  for (int j = 0; j < me; ++j) {
+    for (auto ch : {tcp::Channel::kCollective, tcp::Channel::kPointToPoint}) {
+      UniqueFd fd;
+      Status st = services_.broker->Await(spec_.uid, ch, static_cast<uint32_t>(j), deadline, &fd);
+      if (!st.ok()) {
+        return Status::Timeout("node " + spec_.node_names[j] + " (" + spec_.node_addresses[j] +
+                               ") did not connect within the timeout; is its daemon reachable from here and back?");
+      }
+      (ch == tcp::Channel::kCollective ? coll : p2p)[j] = std::move(fd);
+    }
+  }
+  std::vector<std::string> names;
+  for (int j = 0; j < n; ++j) names.push_back(spec_.node_names[j] + " " + spec_.node_addresses[j]);
+  std::lock_guard<std::mutex> lock(mu_);
+  mesh_ = std::make_unique<tcp::TcpMesh>(me, names, std::move(coll));
+  p2p_ = std::make_unique<P2pLink>(spec_.layout.node_of_rank, spec_.node_names, std::move(p2p));
+  return Status::Ok();
+}
+
+void Communicator::Worker() {
+  Status st;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const bool all = cv_.wait_for(lock, spec_.timeout, [&] {
+      return attached_.size() == local_ranks_.size() || !failed_.ok();
+    });
+    if (!all && failed_.ok()) {
+      std::vector<int> missing;
+      for (int r : local_ranks_) {
+        if (!attached_.count(r)) missing.push_back(r);
+      }
+      failed_ = Status::Timeout("local ranks " + RankList(missing) + " did not attach to " + Describe());
+    }
+    st = failed_;
+  }
+  if (st.ok()) {
+    st = Connect();
+    if (st.ok()) {
+      BATON_INFO(kInit, "{} ready: {} ranks on {} nodes, {} local ({}), uid {:x}", Describe(),
+                 spec_.layout.world_size(), spec_.layout.num_nodes(), local_ranks_.size(), RankList(local_ranks_),
+                 spec_.uid);
+    }
+  }
+  std::vector<ReadyFn> readies;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!st.ok() && failed_.ok()) failed_ = st;
+    ready_ = st.ok();
+    for (auto& [rank, fn] : attached_) {
+      if (fn) readies.push_back(std::move(fn));
+      fn = nullptr;
+    }
+  }
+  for (auto& fn : readies) fn(st);
+
+  while (true) {
+    std::vector<LocalOp> ops;
+    uint64_t seq = 0;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        if (AllDetachedLocked() || !failed_.ok()) return true;
+        if (pending_.empty()) return false;
+        const auto& slot = pending_.begin()->second;
+        return std::all_of(slot.begin(), slot.end(), [](const auto& o) { return o.has_value(); });
+      });
+      if (!failed_.ok()) FailAllLocked(failed_);
+      if (AllDetachedLocked() || !failed_.ok()) {
+        if (AllDetachedLocked()) break;
+        // Failed but ranks still attached: keep failing their submissions until they leave.
+        cv_.wait(lock, [&] { return AllDetachedLocked() || !pending_.empty(); });
+        continue;
+      }
+      seq = pending_.begin()->first;
+      for (auto& o : pending_.begin()->second) ops.push_back(std::move(*o));
+      pending_.erase(pending_.begin());
+    }
+    Status result = RunCollective(ops, seq);
+    if (!result.ok()) Abort(result);
+  }
+  if (mesh_) mesh_->Close();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (p2p_) p2p_->Close(Status::Aborted(Describe() + " was destroyed"));
+  }
+  services_.broker->Forget(spec_.uid);
+  services_.registry->Remove(spec_.uid);
+  BATON_INFO(kInit, "{} closed on this node", Describe());
+}
+
+Status Communicator::CheckSignatures(const std::vector<LocalOp>& ops, uint64_t seq) const {
+  bool same = std::all_of(ops.begin(), ops.end(), [&](const LocalOp& o) { return o.sig == ops[0].sig; });
+  if (same) return Status::Ok();
+  // Group ranks by what they called: "ranks 0,1 called allreduce(...); rank 2 called broadcast(...)".
+  std::vector<std::pair<OpSignature, std::vector<int>>> groups;
+  for (const LocalOp& o : ops) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == o.sig; });
+    if (it == groups.end()) {
+      groups.push_back({o.sig, {o.rank}});
+    } else {
+      it->second.push_back(o.rank);
+    }
+  }
+  std::string msg = "mismatched collectives as op #" + std::to_string(seq) + " on " + Describe() + ": ";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    msg += (i ? "; " : "") + std::string(groups[i].second.size() > 1 ? "ranks " : "rank ") +
+           RankList(groups[i].second) + " called " + groups[i].first.ToString();
+  }
+  return Status::Mismatch(msg);
+}
+
+Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
+  Status st = CheckSignatures(ops, seq);
+  const OpSignature sig = ops[0].sig;
+  std::vector<uint8_t> split_in;
+  std::vector<uint8_t> split_out;
+  if (st.ok()) {
+    std::vector<RankBuffers> buffers(static_cast<size_t>(spec_.layout.world_size()));
+    PlanInput plan{sig, &spec_.layout, spec_.my_node, spec_.algorithm, {}};
+    if (sig.collective == Collective::kSplit) {
+      // The split's all-gather runs on daemon memory: (color, key) per rank.
+      split_in.resize(ops.size() * 8);
+      split_out.resize(static_cast<size_t>(spec_.layout.world_size()) * 8);
+      for (size_t i = 0; i < ops.size(); ++i) {
+        std::memcpy(&split_in[i * 8], &ops[i].color, 4);
+        std::memcpy(&split_in[i * 8 + 4], &ops[i].key, 4);
+        buffers[ops[i].rank] = {&split_in[i * 8], 8, split_out.data(), split_out.size()};
+      }
+    } else {
+      for (const LocalOp& o : ops) {
+        buffers[o.rank] = o.bufs;
+        if (o.bufs.send != nullptr && o.bufs.send == o.bufs.recv) plan.in_place_ranks.push_back(o.rank);
+      }
+    }
+    Schedule schedule;
+    st = BuildSchedule(plan, &schedule);
+    if (st.ok()) {
+      ExecutionContext ctx{&buffers, &scratch_, mesh_.get(), MessageStamp{spec_.uid, seq, sig},
+                           std::chrono::steady_clock::now() + spec_.timeout};
+      st = ExecuteSchedule(schedule, ctx);
+      if (st.code() == Code::kTimeout) {
+        st = Status::Timeout(std::string(CollectiveName(sig.collective)) + " op #" + std::to_string(seq) + " on " +
+                             Describe() + " timed out after " + std::to_string(spec_.timeout.count() / 1000.0) +
+                             " s: " + st.message());
+      }
+    }
+  }
+  {
+    // An abort that raced with this collective explains its failure better
+    // than the closed socket it caused.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!st.ok() && !failed_.ok()) st = failed_;
+  }
+  if (sig.collective == Collective::kSplit && st.ok()) {
+    FinishSplit(ops, split_out);
+  } else {
+    for (const LocalOp& o : ops) {
+      if (o.on_split) {
+        o.on_split(st, nullptr, -1, 0);
+      } else {
+        o.Finish(st);
+      }
+    }
+  }
+  BATON_DEBUG(kColl, "{} op #{} {} on {}: {}", CollectiveName(sig.collective), seq, sig.ToString(), Describe(),
+              st.ToString());
+  return st;
+}
+
+void Communicator::FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered) {
+  const int world = spec_.layout.world_size();
+  std::vector<int32_t> color(world);
+  std::vector<int32_t> key(world);
+  for (int r = 0; r < world; ++r) {
+    std::memcpy(&color[r], &gathered[static_cast<size_t>(r) * 8], 4);
+    std::memcpy(&key[r], &gathered[static_cast<size_t>(r) * 8 + 4], 4);
+  }
+  for (LocalOp& op : ops) {
+    if (op.color < 0) {
+      op.on_split(Status::Ok(), nullptr, -1, 0);
+      continue;
+    }
+    std::vector<int> members;
+    for (int r = 0; r < world; ++r) {
+      if (color[r] == op.color) members.push_back(r);
+    }
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return key[a] < key[b]; });
+    CommSpec spec;
+    spec.job = spec_.job;
+    spec.name = spec_.name + "/split" + std::to_string(op.seq) + "." + std::to_string(op.color);
+    spec.uid = Mix(spec_.uid ^ Mix(op.seq) ^ Mix(static_cast<uint64_t>(static_cast<uint32_t>(op.color)) << 1));
+    spec.timeout = spec_.timeout;
+    spec.algorithm = spec_.algorithm;
+    // Renumber the nodes that hold members, in order of first appearance.
+    std::map<int, int> node_index;
+    std::vector<int> node_of_rank;
+    for (int old : members) {
+      const int old_node = spec_.layout.node_of_rank[old];
+      auto [it, inserted] = node_index.try_emplace(old_node, static_cast<int>(node_index.size()));
+      if (inserted) {
+        spec.node_names.push_back(spec_.node_names[old_node]);
+        spec.node_addresses.push_back(spec_.node_addresses[old_node]);
+      }
+      node_of_rank.push_back(it->second);
+    }
+    (void)NodeLayout::FromNodeOfRank(node_of_rank, &spec.layout);
+    spec.my_node = node_index.at(spec_.my_node);
+    const int new_rank = static_cast<int>(std::find(members.begin(), members.end(), op.rank) - members.begin());
+    auto comm = services_.registry->GetOrCreate(spec, services_);
+    const int size = static_cast<int>(members.size());
+    comm->Attach(new_rank, [comm, new_rank, size, done = op.on_split](const Status& st) {
+      done(st, st.ok() ? comm : nullptr, new_rank, size);
+    });
+  }
+}
+
+}  // namespace baton

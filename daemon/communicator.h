@@ -1,0 +1,118 @@
+// Communicator: this daemon's part of one communicator — the ranks of it
+// that live on this node, the connections to the other nodes, and a worker
+// thread that runs its collectives one at a time in sequence order.
+//
+// Collectives start when every local rank has submitted the same sequence
+// number; their signatures must agree (or every rank gets a kMismatch
+// naming who called what). Point-to-point sends and receives are matched
+// by (source, destination) in submission order and do not wait for the
+// other ranks.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/layout.h"
+#include "collectives/schedule.h"
+#include "daemon/local_op.h"
+#include "transports/mesh.h"
+
+namespace baton {
+
+namespace tcp {
+class ConnectionBroker;
+}
+class CommRegistry;
+class P2pLink;
+
+struct CommSpec {
+  std::string job;
+  std::string name;
+  uint64_t uid = 0;
+  NodeLayout layout;
+  int my_node = 0;
+  std::vector<std::string> node_names;      // per node, for messages
+  std::vector<std::string> node_addresses;  // per node, data address
+  std::chrono::milliseconds timeout{300000};
+  Algorithm algorithm = Algorithm::kAuto;
+};
+
+struct DaemonServices {
+  tcp::ConnectionBroker* broker = nullptr;
+  CommRegistry* registry = nullptr;
+};
+
+class Communicator : public std::enable_shared_from_this<Communicator> {
+ public:
+  using ReadyFn = std::function<void(const Status&)>;
+
+  Communicator(CommSpec spec, DaemonServices services);
+  ~Communicator();
+
+  // Registers local rank `rank`. `ready` runs (on the worker thread) once
+  // all local ranks are attached and the connections to the other nodes
+  // are up, or with the error that prevented it.
+  void Attach(int rank, ReadyFn ready);
+
+  // Queues a validated operation of a local rank.
+  void Submit(LocalOp op);
+
+  // The rank leaves. With an error reason (its client died), the
+  // communicator is aborted for everyone with that reason.
+  void Detach(int rank, const Status& reason);
+
+  // Fails every pending and future operation with `reason` and closes the
+  // connections, so the other nodes fail too.
+  void Abort(const Status& reason);
+
+  const CommSpec& spec() const { return spec_; }
+  // "communicator 'world' of job 'j1'"
+  std::string Describe() const;
+
+ private:
+  void StartLocked();
+  void Worker();
+  Status Connect();
+  Status RunCollective(std::vector<LocalOp>& ops, uint64_t seq);
+  void FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered);
+  Status CheckSignatures(const std::vector<LocalOp>& ops, uint64_t seq) const;
+  void FailAllLocked(const Status& st);
+  bool AllDetachedLocked() const;
+  int LocalIndex(int rank) const;
+
+  // Point-to-point.
+  void SubmitP2p(LocalOp op, std::unique_lock<std::mutex>& lock);
+  void MatchLocalP2pLocked(int src, int dst);
+
+  const CommSpec spec_;
+  const DaemonServices services_;
+  const std::vector<int> local_ranks_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<int, ReadyFn> attached_;
+  std::vector<bool> detached_;                 // per local index
+  std::vector<uint64_t> next_seq_;             // per local index: expected collective seq
+  std::map<uint64_t, std::vector<std::optional<LocalOp>>> pending_;  // seq -> per local index
+  Status failed_;
+  bool ready_ = false;
+  bool started_ = false;
+
+  // Intra-node point-to-point queues: (src, dst) -> waiting sends / recvs.
+  std::map<std::pair<int, int>, std::deque<LocalOp>> p2p_sends_;
+  std::map<std::pair<int, int>, std::deque<LocalOp>> p2p_recvs_;
+  std::unique_ptr<P2pLink> p2p_;
+
+  std::unique_ptr<Mesh> mesh_;  // set under mu_ once; then used by the worker thread (and Interrupt)
+  std::vector<uint8_t> scratch_;
+};
+
+}  // namespace baton

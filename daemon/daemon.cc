@@ -1,0 +1,125 @@
+#include "daemon/daemon.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <random>
+
+#include "common/address.h"
+#include "common/logging.h"
+
+namespace baton {
+
+namespace {
+std::string RandomHex() {
+  std::random_device rd;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
+  return buf;
+}
+}  // namespace
+
+Daemon::Daemon(DaemonOptions options)
+    : options_(std::move(options)),
+      client_acceptor_(io_),
+      signals_(io_, SIGINT, SIGTERM),
+      listener_(io_, broker_) {}
+
+Daemon::~Daemon() {
+  if (grpc_server_) grpc_server_->Shutdown();
+  std::error_code ignored;
+  std::filesystem::remove(options_.socket_path, ignored);
+}
+
+Status Daemon::Start() {
+  // Data listener first: its bound address goes into rendezvous answers.
+  std::string bound;
+  BATON_RETURN_IF_ERROR(listener_.Listen(options_.listen, &bound));
+  HostPort adv;
+  if (!options_.advertise.empty()) {
+    BATON_RETURN_IF_ERROR(ParseHostPort(options_.advertise, &adv));
+    env_.data_address = adv.ToString();
+  } else {
+    HostPort b;
+    BATON_RETURN_IF_ERROR(ParseHostPort(bound, &b));
+    if (b.host == "0.0.0.0" || b.host == "::") {
+      return Status::InvalidArgument("--listen " + options_.listen +
+                                     " is a wildcard address: add --advertise HOST:PORT so peers know where to dial");
+    }
+    env_.data_address = bound;
+  }
+
+  // gRPC services.
+  grpc::ServerBuilder builder;
+  int grpc_port = 0;
+  builder.AddListeningPort(options_.grpc, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.RegisterService(&rendezvous_);
+  grpc_server_ = builder.BuildAndStart();
+  if (!grpc_server_ || grpc_port == 0) {
+    return Status::Unavailable("cannot serve gRPC on " + options_.grpc + " (address in use or invalid?)");
+  }
+  HostPort grpc_hp;
+  BATON_RETURN_IF_ERROR(ParseHostPort(options_.grpc, &grpc_hp));
+  grpc_hp.port = static_cast<uint16_t>(grpc_port);
+
+  // Client socket.
+  std::error_code fs_ec;
+  std::filesystem::create_directories(std::filesystem::path(options_.socket_path).parent_path(), fs_ec);
+  struct stat st {};
+  if (::lstat(options_.socket_path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return Status::InvalidArgument(options_.socket_path + " exists and is not a socket; refusing to replace it");
+    }
+    ::unlink(options_.socket_path.c_str());  // stale socket of a previous daemon
+  }
+  boost::system::error_code ec;
+  const auto ep = UnixSeqPacketEndpoint(options_.socket_path);
+  client_acceptor_.open(ep.protocol(), ec);
+  if (!ec) client_acceptor_.bind(ep, ec);
+  if (!ec) client_acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::System("cannot listen on " + options_.socket_path + ": " + ec.message());
+
+  env_.options = &options_;
+  env_.services = {&broker_, &registry_};
+  env_.node_name = options_.node_name;
+  env_.node_id = options_.node_name + "/" + RandomHex();
+  env_.rendezvous = options_.rendezvous.empty() ? grpc_hp.ToString() : options_.rendezvous;
+
+  signals_.async_wait([this](const boost::system::error_code& e, int sig) {
+    if (!e) {
+      BATON_INFO(kInit, "signal {}: shutting down", sig);
+      Stop();
+    }
+  });
+  AcceptClient();
+  BATON_INFO(kInit, "batond {} on node {}: clients {}, data {}, gRPC {}, rendezvous {}", PROJECT_VERSION_STRING,
+             options_.node_name, options_.socket_path, env_.data_address, grpc_hp.ToString(), env_.rendezvous);
+  return Status::Ok();
+}
+
+void Daemon::AcceptClient() {
+  client_acceptor_.async_accept([this](const boost::system::error_code& ec, Session::Socket socket) {
+    if (ec == boost::asio::error::operation_aborted) return;
+    if (!ec) {
+      ucred cred{};
+      socklen_t len = sizeof cred;
+      ::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len);
+      std::make_shared<Session>(env_, io_, std::move(socket), cred, next_session_++)->Start();
+    } else {
+      BATON_WARN("accepting a client failed: {}", ec.message());
+    }
+    AcceptClient();
+  });
+}
+
+void Daemon::Run() { io_.run(); }
+
+void Daemon::Stop() {
+  boost::system::error_code ignored;
+  client_acceptor_.close(ignored);
+  listener_.Stop();
+  rendezvous_.Shutdown();
+  io_.stop();
+}
+
+}  // namespace baton

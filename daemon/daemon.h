@@ -1,0 +1,49 @@
+// Daemon: batond's top level. Binds the client socket, the data listener
+// and the gRPC server, and runs the event loop until SIGINT/SIGTERM.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "common/asio.h"
+#include "control/rendezvous_service.h"
+#include "daemon/comm_registry.h"
+#include "daemon/options.h"
+#include "daemon/session.h"
+#include "transports/tcp/connection_broker.h"
+#include "transports/tcp/tcp_listener.h"
+
+namespace baton {
+
+class Daemon {
+ public:
+  explicit Daemon(DaemonOptions options);
+  ~Daemon();
+
+  // Binds every endpoint; fails with a clear message (port in use, ...).
+  Status Start();
+  // Runs until a signal (or Stop).
+  void Run();
+  void Stop();
+
+  const std::string& data_address() const { return env_.data_address; }
+
+ private:
+  void AcceptClient();
+
+  DaemonOptions options_;
+  boost::asio::io_context io_;
+  boost::asio::basic_socket_acceptor<UnixSeqPacket> client_acceptor_;
+  boost::asio::signal_set signals_;
+  tcp::ConnectionBroker broker_;
+  tcp::TcpListener listener_;
+  CommRegistry registry_;
+  RendezvousService rendezvous_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  SessionEnv env_;
+  uint64_t next_session_ = 1;
+};
+
+}  // namespace baton

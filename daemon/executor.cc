@@ -1,0 +1,100 @@
+#include "daemon/executor.h"
+
+#include <cstring>
+#include <map>
+
+#include "collectives/reduce.h"
+
+namespace baton {
+namespace {
+
+class Resolver {
+ public:
+  explicit Resolver(const ExecutionContext& ctx) : ctx_(ctx) {}
+
+  // Regions come from our own planner, but a bounds check here turns a
+  // planner bug into an error instead of memory corruption.
+  Status Resolve(const Region& r, uint8_t** out) const {
+    uint8_t* base = nullptr;
+    uint64_t size = 0;
+    if (r.buf == BufKind::kScratch) {
+      base = ctx_.scratch->data();
+      size = ctx_.scratch->size();
+    } else {
+      if (r.rank < 0 || static_cast<size_t>(r.rank) >= ctx_.buffers->size()) {
+        return Status::Internal("schedule names rank " + std::to_string(r.rank) + " outside the communicator");
+      }
+      const RankBuffers& b = (*ctx_.buffers)[r.rank];
+      base = r.buf == BufKind::kSend ? b.send : b.recv;
+      size = r.buf == BufKind::kSend ? b.send_bytes : b.recv_bytes;
+    }
+    if (r.bytes == 0) {
+      *out = base;
+      return Status::Ok();
+    }
+    if (base == nullptr || r.offset > size || r.bytes > size - r.offset) {
+      return Status::Internal("schedule region outside its buffer (rank " + std::to_string(r.rank) + ", offset " +
+                              std::to_string(r.offset) + ", bytes " + std::to_string(r.bytes) + ", buffer " +
+                              std::to_string(size) + ")");
+    }
+    *out = base + r.offset;
+    return Status::Ok();
+  }
+
+ private:
+  const ExecutionContext& ctx_;
+};
+
+}  // namespace
+
+Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
+  if (ctx.scratch->size() < schedule.scratch_bytes) ctx.scratch->resize(schedule.scratch_bytes);
+  const OpSignature& sig = ctx.stamp.sig;
+  const uint64_t esize = DataTypeSize(sig.dtype);
+  const Resolver resolver(ctx);
+  const ReduceFn reduce = [&sig, esize](uint8_t* dst, const uint8_t* src, uint64_t bytes) {
+    ReduceInto(sig.dtype, sig.redop, dst, src, bytes / esize);
+  };
+  std::map<int, uint32_t> sent;      // messages sent to each peer so far
+  std::map<int, uint32_t> received;  // messages received from each peer so far
+  std::vector<NetOp> net;
+  for (const Phase& phase : schedule.phases) {
+    net.clear();
+    for (const Step& s : phase.steps) {
+      uint8_t* src = nullptr;
+      uint8_t* dst = nullptr;
+      switch (s.kind) {
+        case StepKind::kCopy:
+          BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
+          BATON_RETURN_IF_ERROR(resolver.Resolve(s.dst, &dst));
+          if (src != dst) std::memmove(dst, src, s.src.bytes);
+          break;
+        case StepKind::kReduce:
+          BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
+          BATON_RETURN_IF_ERROR(resolver.Resolve(s.dst, &dst));
+          reduce(dst, src, s.src.bytes);
+          break;
+        case StepKind::kDivide:
+          BATON_RETURN_IF_ERROR(resolver.Resolve(s.dst, &dst));
+          DivideBy(sig.dtype, dst, s.dst.bytes / esize, s.divisor);
+          break;
+        case StepKind::kSend:
+          BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
+          net.push_back({NetOp::kSend, s.peer, src, s.src.bytes, sent[s.peer]++});
+          break;
+        case StepKind::kRecv:
+        case StepKind::kRecvReduce:
+          BATON_RETURN_IF_ERROR(resolver.Resolve(s.dst, &dst));
+          net.push_back({s.kind == StepKind::kRecv ? NetOp::kRecv : NetOp::kRecvReduce, s.peer, dst, s.dst.bytes,
+                         received[s.peer]++});
+          break;
+      }
+    }
+    if (net.empty()) continue;
+    if (ctx.mesh == nullptr) return Status::Internal("network step in a single-node communicator");
+    BATON_RETURN_IF_ERROR(ctx.mesh->Exchange(net, ctx.stamp, reduce, ctx.deadline));
+  }
+  return Status::Ok();
+}
+
+}  // namespace baton

@@ -1,0 +1,42 @@
+// LocalOp: one local rank's part of an operation, after validation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/mapping.h"
+#include "common/types.h"
+#include "daemon/executor.h"
+
+namespace baton {
+
+class Session;
+class Communicator;
+
+// Called when a split finishes for a rank: the new communicator (null for a
+// negative color), the rank's place in it and its size.
+using SplitDoneFn = std::function<void(const Status&, std::shared_ptr<Communicator>, int rank, int size)>;
+
+struct LocalOp {
+  int rank = -1;
+  uint64_t seq = 0;
+  OpSignature sig;
+  RankBuffers bufs;
+  // Keeps the client's segments mapped while the operation is in flight,
+  // even if the client frees them (or dies) meanwhile.
+  std::vector<std::shared_ptr<Mapping>> holds;
+  std::weak_ptr<Session> session;
+  uint32_t completion = 0;
+
+  // Only for Collective::kSplit.
+  int32_t color = 0;
+  int32_t key = 0;
+  SplitDoneFn on_split;
+
+  // Publishes the result to the client (if it is still connected).
+  void Finish(const Status& st) const;
+};
+
+}  // namespace baton

@@ -1,0 +1,29 @@
+// batond: the Baton node daemon. See `batond --help` and docs/operations.md.
+#include <csignal>
+#include <cstdio>
+
+#include "common/logging.h"
+#include "daemon/daemon.h"
+
+int main(int argc, char** argv) {
+  baton::DaemonOptions options;
+  baton::Status st = baton::ParseDaemonOptions(argc, argv, &options);
+  if (!st.ok()) {
+    std::fprintf(stderr, "batond: %s\n", st.message().c_str());
+    return 2;
+  }
+  if (options.help) {
+    std::fputs(baton::DaemonUsage(), stdout);
+    return 0;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  baton::InitLogging("batond", spdlog::level::info);
+  baton::Daemon daemon(options);
+  st = daemon.Start();
+  if (!st.ok()) {
+    spdlog::critical("cannot start: {}", st.ToString());
+    return 1;
+  }
+  daemon.Run();
+  return 0;
+}

@@ -1,0 +1,113 @@
+#include "daemon/options.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstring>
+
+namespace baton {
+
+const char* DaemonUsage() {
+  return R"(usage: batond [options]
+
+Runs the Baton daemon for this node: accepts training processes on a Unix
+socket, executes their collectives, talks to peer daemons over TCP and serves
+the rendezvous service over gRPC.
+
+options:
+  --socket PATH          Unix socket for clients (default /run/baton/batond.sock)
+  --listen HOST:PORT     data connections from peer daemons (default 127.0.0.1:7100;
+                         port 0 picks a free port)
+  --advertise HOST:PORT  address peer daemons should dial (default: the --listen
+                         address; required when listening on 0.0.0.0)
+  --grpc HOST:PORT       gRPC services: rendezvous (default 127.0.0.1:7101)
+  --rendezvous HOST:PORT rendezvous service for clients that set no
+                         BATON_RENDEZVOUS (default: this daemon's --grpc)
+  --node-name NAME       name of this node in messages (default: hostname)
+  --max-client-memory N  shared memory one client may allocate, e.g. 8G (default 8G)
+  --timeout SECONDS      collective timeout when a communicator sets none (default 300)
+  --help                 this text
+
+environment:
+  BATON_DEBUG=WARN|INFO|DEBUG|TRACE   log level (default INFO)
+  BATON_DEBUG_SUBSYS=INIT,NET,COLL,RENDEZVOUS,CLIENT,ALLOC  (^ excludes)
+)";
+}
+
+bool ParseSize(const std::string& text, uint64_t* out) {
+  if (text.empty()) return false;
+  uint64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc()) return false;
+  std::string suffix(ptr, text.data() + text.size());
+  uint64_t mult = 1;
+  if (suffix.empty() || suffix == "B") mult = 1;
+  else if (suffix == "K" || suffix == "KiB") mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "MiB") mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "GiB") mult = 1ull << 30;
+  else return false;
+  if (__builtin_mul_overflow(value, mult, out)) return false;
+  return true;
+}
+
+Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
+  DaemonOptions o;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) o.node_name = host;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    const size_t eq = arg.find('=');
+    bool has_inline = arg.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (has_inline) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    auto next = [&](std::string* v) -> Status {
+      if (has_inline) {
+        *v = value;
+        return Status::Ok();
+      }
+      if (i + 1 >= argc) return Status::InvalidArgument(arg + " needs a value (see batond --help)");
+      *v = argv[++i];
+      return Status::Ok();
+    };
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+    } else if (arg == "--socket") {
+      BATON_RETURN_IF_ERROR(next(&o.socket_path));
+    } else if (arg == "--listen") {
+      BATON_RETURN_IF_ERROR(next(&o.listen));
+    } else if (arg == "--advertise") {
+      BATON_RETURN_IF_ERROR(next(&o.advertise));
+    } else if (arg == "--grpc") {
+      BATON_RETURN_IF_ERROR(next(&o.grpc));
+    } else if (arg == "--rendezvous") {
+      BATON_RETURN_IF_ERROR(next(&o.rendezvous));
+    } else if (arg == "--node-name") {
+      BATON_RETURN_IF_ERROR(next(&o.node_name));
+    } else if (arg == "--max-client-memory") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      if (!ParseSize(v, &o.max_client_bytes)) {
+        return Status::InvalidArgument("--max-client-memory '" + v + "' is not a size like 512M or 8G");
+      }
+    } else if (arg == "--timeout") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      double seconds = 0;
+      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
+      if (ec != std::errc() || ptr != v.data() + v.size() || seconds <= 0) {
+        return Status::InvalidArgument("--timeout '" + v + "' is not a positive number of seconds");
+      }
+      o.default_timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+    } else {
+      return Status::InvalidArgument("unknown option '" + arg + "' (see batond --help)");
+    }
+  }
+  if (o.socket_path.size() >= 100) return Status::InvalidArgument("--socket path is too long for a Unix socket");
+  *out = std::move(o);
+  return Status::Ok();
+}
+
+}  // namespace baton

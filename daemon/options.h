@@ -1,0 +1,31 @@
+// DaemonOptions: batond's settings, from the command line (see --help).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace baton {
+
+struct DaemonOptions {
+  std::string socket_path = "/run/baton/batond.sock";  // client sessions (Unix socket)
+  std::string listen = "127.0.0.1:7100";                 // data connections from peer daemons
+  std::string advertise;                                 // address peers dial; default: the bound listen address
+  std::string grpc = "127.0.0.1:7101";                   // gRPC services (rendezvous)
+  std::string rendezvous;                                // default rendezvous for clients that name none
+  std::string node_name;                                 // human-readable node name (default: hostname)
+  uint64_t max_client_bytes = 8ull << 30;                // shared memory one client may hold
+  std::chrono::milliseconds default_timeout{300000};     // collective timeout when the client sets none
+  bool help = false;
+};
+
+// Parses argv; on --help sets `help` and returns OK.
+Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out);
+const char* DaemonUsage();
+
+// Parses "64M", "8G", "4096" into bytes.
+bool ParseSize(const std::string& text, uint64_t* out);
+
+}  // namespace baton

@@ -1,0 +1,184 @@
+#include "daemon/p2p_link.h"
+
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "common/logging.h"
+#include "transports/tcp/connection_broker.h"
+
+namespace baton {
+
+namespace asio = boost::asio;
+
+P2pLink::P2pLink(std::vector<int> node_of_rank, std::vector<std::string> node_names, std::vector<UniqueFd> sockets)
+    : node_of_rank_(std::move(node_of_rank)), node_names_(std::move(node_names)), peers_(sockets.size()) {
+  for (size_t n = 0; n < sockets.size(); ++n) {
+    if (!sockets[n].valid()) continue;
+    const int fd = sockets[n].release();
+    peers_[n].socket = std::make_unique<asio::ip::tcp::socket>(io_, tcp::ProtocolOf(fd), fd);
+    ReadHeader(static_cast<int>(n));
+  }
+  // Keep the io_context alive while idle; Close() stops it.
+  thread_ = std::thread([this] {
+    auto guard = asio::make_work_guard(io_);
+    io_.run();
+  });
+}
+
+P2pLink::~P2pLink() {
+  Close(Status::Aborted("communicator destroyed"));
+  if (thread_.joinable()) thread_.join();
+}
+
+void P2pLink::Close(const Status& reason) {
+  asio::post(io_, [this, reason] {
+    FailAll(reason);
+    io_.stop();
+  });
+}
+
+void P2pLink::FailAll(const Status& st) {
+  if (failed_.ok()) failed_ = st;
+  for (auto& p : peers_) {
+    boost::system::error_code ignored;
+    if (p.socket) p.socket->close(ignored);
+    for (auto& op : p.sends) op.Finish(failed_);
+    p.sends.clear();
+  }
+  for (auto& [pair, q] : posted_) {
+    for (auto& op : q) op.Finish(failed_);
+  }
+  posted_.clear();
+  unexpected_.clear();
+}
+
+void P2pLink::Send(LocalOp op) {
+  asio::post(io_, [this, op = std::move(op)]() mutable {
+    if (!failed_.ok()) return op.Finish(failed_);
+    const int node = node_of_rank_[op.sig.root];
+    Peer& p = peers_[node];
+    p.sends.push_back(std::move(op));
+    if (p.sends.size() == 1) WriteNext(node);
+  });
+}
+
+void P2pLink::WriteNext(int node) {
+  Peer& p = peers_[node];
+  if (p.sends.empty() || !failed_.ok()) return;
+  const LocalOp& op = p.sends.front();
+  p.out = {tcp::kDataMagic, op.rank, op.sig.root, static_cast<uint32_t>(op.sig.dtype),
+           send_seq_[{op.rank, op.sig.root}]++, op.sig.count, op.bufs.send_bytes};
+  std::array<asio::const_buffer, 2> bufs{asio::buffer(&p.out, sizeof p.out),
+                                         asio::buffer(op.bufs.send, op.bufs.send_bytes)};
+  asio::async_write(*p.socket, bufs, [this, node](const boost::system::error_code& ec, size_t) {
+    if (ec) {
+      if (ec != asio::error::operation_aborted) {
+        FailAll(Status::Remote("send to node " + node_names_[node] + " failed: " + ec.message()));
+      }
+      return;
+    }
+    Peer& peer = peers_[node];
+    peer.sends.front().Finish(Status::Ok());
+    peer.sends.pop_front();
+    WriteNext(node);
+  });
+}
+
+Status P2pLink::CheckSizes(const tcp::P2pHeader& h, const LocalOp& recv) {
+  if (h.bytes != recv.bufs.recv_bytes || h.dtype != static_cast<uint32_t>(recv.sig.dtype)) {
+    return Status::InvalidArgument("recv from rank " + std::to_string(h.src_rank) + " expected " +
+                                   std::to_string(recv.sig.count) + " x " + DataTypeName(recv.sig.dtype) +
+                                   " but rank " + std::to_string(h.src_rank) + " sent " + std::to_string(h.count) +
+                                   " x " + DataTypeName(static_cast<DataType>(h.dtype % kNumDataTypes)));
+  }
+  return Status::Ok();
+}
+
+void P2pLink::ReadHeader(int node) {
+  Peer& p = peers_[node];
+  asio::async_read(*p.socket, asio::buffer(&p.in, sizeof p.in), [this, node](const boost::system::error_code& ec,
+                                                                              size_t) {
+    if (ec) {
+      if (ec != asio::error::operation_aborted && failed_.ok()) {
+        FailAll(Status::Remote("point-to-point connection to node " + node_names_[node] +
+                               " closed: that daemon failed or aborted the communicator"));
+      }
+      return;
+    }
+    Peer& peer = peers_[node];
+    const tcp::P2pHeader h = peer.in;
+    const int world = static_cast<int>(node_of_rank_.size());
+    if (h.magic != tcp::kDataMagic || h.src_rank < 0 || h.src_rank >= world || h.dst_rank < 0 ||
+        h.dst_rank >= world || node_of_rank_[h.src_rank] != node || h.bytes > (1ull << 40)) {
+      return FailAll(Status::Remote("malformed point-to-point message from node " + node_names_[node]));
+    }
+    auto& q = posted_[{h.src_rank, h.dst_rank}];
+    if (!q.empty()) {
+      LocalOp recv = std::move(q.front());
+      q.pop_front();
+      Status st = CheckSizes(h, recv);
+      if (st.ok()) {
+        auto op = std::make_shared<LocalOp>(std::move(recv));
+        asio::async_read(*peer.socket, asio::buffer(op->bufs.recv, h.bytes),
+                         [this, node, op](const boost::system::error_code& rec, size_t) {
+                           if (rec) {
+                             op->Finish(Status::Remote("receive from node " + node_names_[node] + " failed"));
+                             if (rec != asio::error::operation_aborted) FailAll(Status::Remote("connection lost"));
+                             return;
+                           }
+                           op->Finish(Status::Ok());
+                           ReadHeader(node);
+                         });
+        return;
+      }
+      recv.Finish(st);
+      peer.sink.resize(h.bytes);
+      asio::async_read(*peer.socket, asio::buffer(peer.sink), [this, node](const boost::system::error_code& rec,
+                                                                           size_t) {
+        if (!rec) ReadHeader(node);
+      });
+      return;
+    }
+    // Nobody is waiting yet: buffer the message.
+    auto un = std::make_shared<Unexpected>(Unexpected{h, std::vector<uint8_t>(h.bytes)});
+    asio::async_read(*peer.socket, asio::buffer(un->payload), [this, node, un](const boost::system::error_code& rec,
+                                                                               size_t) {
+      if (rec) {
+        if (rec != asio::error::operation_aborted) FailAll(Status::Remote("connection lost"));
+        return;
+      }
+      // A receive may have been posted while the payload was arriving.
+      const Pair pair{un->header.src_rank, un->header.dst_rank};
+      auto& waiting = posted_[pair];
+      if (!waiting.empty()) {
+        LocalOp recv = std::move(waiting.front());
+        waiting.pop_front();
+        Status st = CheckSizes(un->header, recv);
+        if (st.ok() && !un->payload.empty()) std::memcpy(recv.bufs.recv, un->payload.data(), un->payload.size());
+        recv.Finish(st);
+      } else {
+        unexpected_[pair].push_back(std::move(*un));
+      }
+      ReadHeader(node);
+    });
+  });
+}
+
+void P2pLink::Recv(LocalOp op) {
+  asio::post(io_, [this, op = std::move(op)]() mutable {
+    if (!failed_.ok()) return op.Finish(failed_);
+    const Pair pair{op.sig.root, op.rank};
+    auto& un = unexpected_[pair];
+    if (!un.empty()) {
+      Unexpected msg = std::move(un.front());
+      un.pop_front();
+      Status st = CheckSizes(msg.header, op);
+      if (st.ok() && !msg.payload.empty()) std::memcpy(op.bufs.recv, msg.payload.data(), msg.payload.size());
+      return op.Finish(st);
+    }
+    posted_[pair].push_back(std::move(op));
+  });
+}
+
+}  // namespace baton

@@ -1,0 +1,67 @@
+// P2pLink: point-to-point sends and receives between ranks on different
+// nodes of one communicator. One TCP connection per peer node (separate from
+// the collective connections, so a pending receive never blocks a
+// collective), driven by its own Boost.Asio thread.
+//
+// Protocol: eager. A send is written at once (header + payload) and
+// completes when the kernel has taken the bytes. The receiving daemon reads
+// the header and, if the matching receive (same source and destination,
+// next in order) is posted, reads the payload straight into the receive
+// buffer; otherwise it buffers the message until the receive is posted.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "common/asio.h"
+#include "common/unique_fd.h"
+#include "daemon/local_op.h"
+#include "transports/tcp/wire.h"
+
+namespace baton {
+
+class P2pLink {
+ public:
+  // `sockets[n]`: connection to node n (invalid for nodes without one).
+  P2pLink(std::vector<int> node_of_rank, std::vector<std::string> node_names, std::vector<UniqueFd> sockets);
+  ~P2pLink();
+
+  void Send(LocalOp op);
+  void Recv(LocalOp op);
+  // Fails everything queued with `reason` and closes the connections.
+  void Close(const Status& reason);
+
+ private:
+  struct Unexpected {
+    tcp::P2pHeader header;
+    std::vector<uint8_t> payload;
+  };
+  struct Peer {
+    std::unique_ptr<boost::asio::ip::tcp::socket> socket;
+    std::deque<LocalOp> sends;  // front is being written
+    tcp::P2pHeader out{};
+    tcp::P2pHeader in{};
+    std::vector<uint8_t> sink;  // payload of a message whose receive failed
+  };
+  using Pair = std::pair<int, int>;  // (src rank, dst rank)
+
+  void WriteNext(int node);
+  void ReadHeader(int node);
+  void FailAll(const Status& st);
+  static Status CheckSizes(const tcp::P2pHeader& h, const LocalOp& recv);
+
+  std::vector<int> node_of_rank_;
+  std::vector<std::string> node_names_;
+  boost::asio::io_context io_;
+  std::vector<Peer> peers_;
+  std::map<Pair, std::deque<LocalOp>> posted_;
+  std::map<Pair, std::deque<Unexpected>> unexpected_;
+  std::map<Pair, uint64_t> send_seq_;
+  Status failed_;
+  std::thread thread_;
+};
+
+}  // namespace baton

@@ -1,0 +1,478 @@
+#include "daemon/session.h"
+
+#include <sys/eventfd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "common/fd_passing.h"
+#include "common/futex.h"
+#include "common/logging.h"
+#include "control/rendezvous_client.h"
+#include "daemon/comm_registry.h"
+
+namespace baton {
+
+namespace {
+
+// Copies a fixed-size char field that must be NUL-terminated.
+bool FixedString(const char* field, size_t cap, std::string* out) {
+  const void* nul = std::memchr(field, '\0', cap);
+  if (nul == nullptr) return false;
+  out->assign(field, static_cast<const char*>(nul));
+  return true;
+}
+
+uint64_t RoundUpToPage(uint64_t n) { return (n + 4095) & ~uint64_t{4095}; }
+
+}  // namespace
+
+void LocalOp::Finish(const Status& st) const {
+  if (auto s = session.lock()) s->Complete(completion, st);
+}
+
+Session::Session(const SessionEnv& env, boost::asio::io_context& io, Socket socket, const ucred& peer, uint64_t id)
+    : env_(env), io_(io), socket_(std::move(socket)), peer_(peer), id_(id) {}
+
+Session::~Session() = default;
+
+std::string Session::Who() const {
+  return "pid " + std::to_string(peer_.pid) + " (uid " + std::to_string(peer_.uid) + ")";
+}
+
+void Session::Start() {
+  BATON_INFO(kClient, "client connected: {}", Who());
+  ReadNext();
+}
+
+void Session::ReadNext() {
+  socket_.async_receive(boost::asio::buffer(inbox_), receive_flags_, [self = shared_from_this()](const boost::system::error_code& ec,
+                                                                                 size_t len) {
+    if (ec || len == 0) {
+      self->Close(ec ? ec.message() : "disconnected");
+      return;
+    }
+    self->Dispatch(len);
+    if (!self->closed_) self->ReadNext();
+  });
+}
+
+void Session::Dispatch(size_t len) {
+  if (len < sizeof(ipc::MsgHeader)) return Close("runt message");
+  ipc::MsgHeader h;
+  std::memcpy(&h, inbox_.data(), sizeof h);
+  // Every request is a fixed-size struct: anything else is a protocol error.
+  auto as = [&](auto* req) {
+    if (len != sizeof(*req)) return false;
+    std::memcpy(req, inbox_.data(), sizeof(*req));
+    return true;
+  };
+  const auto type = static_cast<ipc::MsgType>(h.type);
+  if (!hello_done_ && type != ipc::MsgType::kHello) return Close("first message was not Hello");
+  switch (type) {
+    case ipc::MsgType::kHello: {
+      ipc::HelloRequest req;
+      if (!as(&req)) return Close("bad Hello size");
+      return OnHello(req);
+    }
+    case ipc::MsgType::kMemAlloc: {
+      ipc::MemAllocRequest req;
+      if (!as(&req)) return Close("bad MemAlloc size");
+      return OnMemAlloc(req);
+    }
+    case ipc::MsgType::kMemFree: {
+      ipc::MemFreeRequest req;
+      if (!as(&req)) return Close("bad MemFree size");
+      return OnMemFree(req);
+    }
+    case ipc::MsgType::kCommInit: {
+      auto req = std::make_unique<ipc::CommInitRequest>();
+      if (!as(req.get())) return Close("bad CommInit size");
+      return OnCommInit(*req);
+    }
+    case ipc::MsgType::kCommSplit: {
+      ipc::CommSplitRequest req;
+      if (!as(&req)) return Close("bad CommSplit size");
+      return OnCommSplit(req);
+    }
+    case ipc::MsgType::kCommDestroy: {
+      ipc::CommDestroyRequest req;
+      if (!as(&req)) return Close("bad CommDestroy size");
+      return OnCommDestroy(req);
+    }
+    default:
+      return Reply(h.request_id, Status::InvalidArgument("unknown request type " + std::to_string(h.type)));
+  }
+}
+
+void Session::Reply(uint32_t request_id, const Status& st, uint64_t value, int rank, int nranks,
+                    const std::vector<int>& fds) {
+  auto r = std::make_unique<ipc::Reply>();
+  std::memset(r.get(), 0, sizeof *r);
+  r->h = {static_cast<uint32_t>(ipc::MsgType::kReply), request_id};
+  r->code = static_cast<int32_t>(st.code());
+  r->value = value;
+  r->rank = rank;
+  r->nranks = nranks;
+  std::strncpy(r->message, st.message().c_str(), sizeof r->message - 1);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return;
+  Status sent = SendWithFds(socket_.native_handle(), r.get(), sizeof *r, fds);
+  if (!sent.ok()) BATON_WARN("reply to client {} failed: {}", Who(), sent.ToString());
+}
+
+void Session::OnHello(const ipc::HelloRequest& req) {
+  if (hello_done_) return Close("second Hello");
+  if (req.version != ipc::kProtocolVersion) {
+    Reply(req.h.request_id, Status::InvalidArgument("client protocol version " + std::to_string(req.version) +
+                                                    " but batond speaks " + std::to_string(ipc::kProtocolVersion) +
+                                                    ": use a libbaton from the same release as the daemon"));
+    return Close("protocol version mismatch");
+  }
+  int ring_fd = -1;
+  Status st = CreateMemfd("baton-ring", ipc::kRingBytes, &ring_fd);
+  UniqueFd ring_owner(ring_fd);
+  if (st.ok()) st = Mapping::MapShared(ring_fd, ipc::kRingBytes, &ring_);
+  UniqueFd bell(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (st.ok() && !bell.valid()) st = Status::Errno("eventfd", errno);
+  if (!st.ok()) {
+    Reply(req.h.request_id, st);
+    return Close("cannot set up the submission ring: " + st.message());
+  }
+  ring_view_ = ipc::RingView::At(ring_.data());
+  ring_view_.control->num_slots = ipc::kRingSlots;
+  ring_view_.control->num_completions = ipc::kCompletions;
+  const int bell_fd = bell.get();
+  doorbell_ = std::make_unique<boost::asio::posix::stream_descriptor>(io_, bell.release());
+  hello_done_ = true;
+  Reply(req.h.request_id, Status::Ok(), ipc::kRingBytes, 0, 0, {ring_fd, bell_fd});
+  WaitDoorbell();
+}
+
+void Session::OnMemAlloc(const ipc::MemAllocRequest& req) {
+  if (req.size == 0 || req.size > (1ull << 46)) {
+    return Reply(req.h.request_id, Status::InvalidArgument("allocation size must be 1 byte .. 64 TiB"));
+  }
+  const uint64_t size = RoundUpToPage(req.size);
+  uint64_t used = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    used = segment_bytes_;
+  }
+  if (used + size > env_.options->max_client_bytes) {
+    return Reply(req.h.request_id,
+                 Status::Exhausted("baton_mem_alloc of " + std::to_string(size) + " bytes would exceed this process's " +
+                                   "shared-memory limit of " + std::to_string(env_.options->max_client_bytes) +
+                                   " bytes (" + std::to_string(used) + " in use); free buffers or raise batond " +
+                                   "--max-client-memory"));
+  }
+  int fd = -1;
+  Status st = CreateMemfd("baton-segment", size, &fd);
+  UniqueFd owner(fd);
+  auto mapping = std::make_shared<Mapping>();
+  if (st.ok()) st = Mapping::MapShared(fd, size, mapping.get());
+  if (!st.ok()) return Reply(req.h.request_id, st.WithContext("baton_mem_alloc: "));
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = next_segment_++;
+    segments_[id] = std::move(mapping);
+    segment_bytes_ += size;
+  }
+  BATON_DEBUG(kAlloc, "client {}: segment {} of {} bytes", Who(), id, size);
+  Reply(req.h.request_id, Status::Ok(), id, 0, 0, {fd});
+}
+
+void Session::OnMemFree(const ipc::MemFreeRequest& req) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = segments_.find(req.segment);
+  if (it == segments_.end()) {
+    lock.unlock();
+    return Reply(req.h.request_id, Status::InvalidArgument("baton_mem_free: segment " + std::to_string(req.segment) +
+                                                           " is not allocated"));
+  }
+  segment_bytes_ -= it->second->size();
+  segments_.erase(it);  // in-flight operations still hold the mapping
+  lock.unlock();
+  Reply(req.h.request_id, Status::Ok());
+}
+
+void Session::OnCommInit(const ipc::CommInitRequest& req) {
+  std::string job, name, rendezvous, secret;
+  if (!FixedString(req.job_id, sizeof req.job_id, &job) || !FixedString(req.comm_name, sizeof req.comm_name, &name) ||
+      !FixedString(req.rendezvous, sizeof req.rendezvous, &rendezvous) ||
+      !FixedString(req.secret, sizeof req.secret, &secret)) {
+    return Reply(req.h.request_id, Status::InvalidArgument("communicator init: a string field is not terminated"));
+  }
+  if (job.empty()) return Reply(req.h.request_id, Status::InvalidArgument("communicator init: empty job id"));
+  if (req.nranks <= 0 || req.rank < 0 || req.rank >= req.nranks) {
+    return Reply(req.h.request_id, Status::InvalidArgument("communicator init: rank " + std::to_string(req.rank) +
+                                                           " is not in 0.." + std::to_string(req.nranks - 1)));
+  }
+  if (rendezvous.empty()) rendezvous = env_.rendezvous;
+  const auto timeout = req.timeout_ms ? std::chrono::milliseconds(req.timeout_ms) : env_.options->default_timeout;
+  Algorithm algo = Algorithm::kAuto;
+  baton::v1::JoinRequest join;
+  join.set_job_id(job);
+  join.set_comm_name(name.empty() ? "world" : name);
+  join.set_world_size(static_cast<uint32_t>(req.nranks));
+  join.set_rank(static_cast<uint32_t>(req.rank));
+  join.set_node_id(env_.node_id);
+  join.set_data_address(env_.data_address);
+  join.set_secret(secret);
+  join.set_timeout_ms(static_cast<uint32_t>(std::min<int64_t>(timeout.count(), 3600000)));
+  std::string algo_name;
+  if (!FixedString(req.algorithm, sizeof req.algorithm, &algo_name) || !ParseAlgorithm(algo_name, &algo)) {
+    return Reply(req.h.request_id, Status::InvalidArgument("BATON_ALGO '" + algo_name +
+                                                           "' is not one of auto, ring, rd, direct"));
+  }
+  const uint32_t request_id = req.h.request_id;
+  const int rank = req.rank;
+  // Rendezvous blocks until every rank has joined: do it off the io thread.
+  std::thread([self = shared_from_this(), join, rendezvous, timeout, algo, request_id, rank] {
+    baton::v1::JoinResponse resp;
+    Status st = JoinRendezvous(rendezvous, join, &resp);
+    CommSpec spec;
+    if (st.ok()) {
+      spec.job = join.job_id();
+      spec.name = join.comm_name();
+      spec.uid = resp.comm_uid();
+      spec.timeout = timeout;
+      spec.algorithm = algo;
+      // Nodes are numbered in order of their lowest rank.
+      std::map<std::string, int> node_index;
+      std::vector<int> node_of_rank;
+      for (const auto& r : resp.ranks()) {
+        auto [it, inserted] = node_index.try_emplace(r.node_id(), static_cast<int>(node_index.size()));
+        if (inserted) {
+          spec.node_names.push_back(r.node_id());
+          spec.node_addresses.push_back(r.data_address());
+        }
+        node_of_rank.push_back(it->second);
+      }
+      st = NodeLayout::FromNodeOfRank(node_of_rank, &spec.layout);
+      auto mine = node_index.find(self->env_.node_id);
+      if (st.ok() && mine == node_index.end()) st = Status::Internal("rendezvous layout does not contain this node");
+      if (st.ok()) spec.my_node = mine->second;
+    }
+    if (!st.ok()) return self->FinishJoin(request_id, st, nullptr, rank, 0);
+    auto comm = self->env_.services.registry->GetOrCreate(spec, self->env_.services);
+    const int nranks = spec.layout.world_size();
+    std::weak_ptr<Session> weak = self;
+    comm->Attach(rank, [weak, comm, request_id, rank, nranks](const Status& ready) {
+      if (auto s = weak.lock()) {
+        s->FinishJoin(request_id, ready, ready.ok() ? comm : nullptr, rank, nranks);
+      } else {
+        comm->Detach(rank, Status::Remote("rank " + std::to_string(rank) + " exited during communicator init"));
+      }
+    });
+  }).detach();
+}
+
+void Session::FinishJoin(uint32_t request_id, const Status& st, std::shared_ptr<Communicator> comm, int rank,
+                         int nranks) {
+  uint64_t handle = 0;
+  if (st.ok() && comm) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) {
+      comm->Detach(rank, Status::Remote("rank " + std::to_string(rank) + " of " + comm->Describe() + " (" + Who() +
+                                        ") disconnected during init"));
+      return;
+    }
+    handle = next_comm_++;
+    comms_[handle] = {comm, rank};
+  }
+  Reply(request_id, st, handle, rank, st.ok() ? nranks : 0);
+}
+
+void Session::OnCommSplit(const ipc::CommSplitRequest& req) {
+  Membership m;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = comms_.find(req.parent);
+    if (it != comms_.end()) m = it->second;
+  }
+  if (!m.comm) return Reply(req.h.request_id, Status::InvalidArgument("split of an unknown communicator handle"));
+  LocalOp op;
+  op.rank = m.rank;
+  op.seq = req.seq;
+  op.sig = {Collective::kSplit, DataType::kInt32, RedOp::kSum, -1, 2};
+  op.session = weak_from_this();
+  op.color = req.color;
+  op.key = req.key;
+  std::weak_ptr<Session> weak = shared_from_this();
+  const uint32_t request_id = req.h.request_id;
+  op.on_split = [weak, request_id](const Status& st, std::shared_ptr<Communicator> comm, int rank, int size) {
+    if (auto s = weak.lock()) {
+      s->FinishJoin(request_id, st, std::move(comm), rank, size);
+    } else if (comm) {
+      comm->Detach(rank, Status::Remote("rank " + std::to_string(rank) + " exited during communicator split"));
+    }
+  };
+  m.comm->Submit(std::move(op));
+}
+
+void Session::OnCommDestroy(const ipc::CommDestroyRequest& req) {
+  Membership m;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = comms_.find(req.comm);
+    if (it != comms_.end()) {
+      m = std::move(it->second);
+      comms_.erase(it);
+    }
+  }
+  if (!m.comm) return Reply(req.h.request_id, Status::InvalidArgument("destroy of an unknown communicator handle"));
+  m.comm->Detach(m.rank, Status::Ok());
+  Reply(req.h.request_id, Status::Ok());
+}
+
+void Session::WaitDoorbell() {
+  doorbell_->async_read_some(boost::asio::buffer(&doorbell_value_, sizeof doorbell_value_),
+                             [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                               if (ec) return;  // closed with the session
+                               self->DrainRing();
+                               if (!self->closed_) self->WaitDoorbell();
+                             });
+}
+
+void Session::DrainRing() {
+  ipc::RingControl* ctl = ring_view_.control;
+  const uint32_t tail = ctl->tail.load(std::memory_order_acquire);
+  if (tail - ring_head_ > ipc::kRingSlots) return Close("submission ring tail out of range");
+  bool consumed = false;
+  while (ring_head_ != tail) {
+    ipc::Descriptor d;
+    // Copy first: the client could rewrite the slot while we validate.
+    std::memcpy(&d, &ring_view_.slots[ring_head_ % ipc::kRingSlots], sizeof d);
+    ++ring_head_;
+    consumed = true;
+    if (d.completion >= ipc::kCompletions) return Close("descriptor names completion slot out of range");
+    LocalOp op;
+    Status st = Validate(d, &op);
+    if (!st.ok()) {
+      BATON_DEBUG(kClient, "client {}: rejected descriptor: {}", Who(), st.ToString());
+      Complete(d.completion, st);
+      continue;
+    }
+    Membership m;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      m = comms_.at(d.comm);
+    }
+    m.comm->Submit(std::move(op));
+  }
+  if (consumed) {
+    ctl->head.store(ring_head_, std::memory_order_release);
+    FutexWakeAll(&ctl->head);
+  }
+}
+
+Status Session::ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const char* which, uint8_t** ptr,
+                              std::shared_ptr<Mapping>* hold) {
+  if (bytes == 0) {
+    *ptr = nullptr;
+    return Status::Ok();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = segments_.find(ref.segment);
+  if (it == segments_.end()) {
+    return Status::InvalidArgument(std::string(which) + " buffer is in segment " + std::to_string(ref.segment) +
+                                   ", which this process has not allocated (or already freed)");
+  }
+  const Mapping& m = *it->second;
+  if (ref.offset > m.size() || bytes > m.size() - ref.offset) {
+    return Status::InvalidArgument(std::string(which) + " buffer [offset " + std::to_string(ref.offset) + ", " +
+                                   std::to_string(bytes) + " bytes) runs past the end of its " +
+                                   std::to_string(m.size()) + "-byte segment");
+  }
+  *ptr = m.data() + ref.offset;
+  *hold = it->second;
+  return Status::Ok();
+}
+
+Status Session::Validate(const ipc::Descriptor& d, LocalOp* op) {
+  Membership m;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = comms_.find(d.comm);
+    if (it == comms_.end()) {
+      return Status::InvalidArgument("unknown communicator handle " + std::to_string(d.comm) +
+                                     " (destroyed, or never created in this process)");
+    }
+    m = it->second;
+  }
+  if (!IsValidCollective(d.collective) || d.collective == static_cast<uint32_t>(Collective::kSplit)) {
+    return Status::InvalidArgument("unknown collective " + std::to_string(d.collective));
+  }
+  if (!IsValidDataType(d.dtype)) return Status::InvalidArgument("unknown data type " + std::to_string(d.dtype));
+  const auto coll = static_cast<Collective>(d.collective);
+  if (IsReduction(coll) && !IsValidRedOp(d.redop)) {
+    return Status::InvalidArgument("unknown reduction " + std::to_string(d.redop));
+  }
+  const int nranks = m.comm->spec().layout.world_size();
+  const bool has_peer = coll == Collective::kSend || coll == Collective::kRecv;
+  if ((HasRoot(coll) || has_peer) && (d.root < 0 || d.root >= nranks)) {
+    return Status::InvalidArgument(std::string(has_peer ? "peer " : "root ") + std::to_string(d.root) +
+                                   " is not a rank of " + m.comm->Describe() + " (size " + std::to_string(nranks) + ")");
+  }
+  OpSignature sig{coll, static_cast<DataType>(d.dtype),
+                  IsReduction(coll) ? static_cast<RedOp>(d.redop) : RedOp::kSum,
+                  HasRoot(coll) || has_peer ? d.root : -1, coll == Collective::kBarrier ? 0 : d.count};
+  BufferExtents ext;
+  const uint64_t esize = DataTypeSize(sig.dtype);
+  uint64_t send_bytes = 0;
+  uint64_t recv_bytes = 0;
+  if (!ComputeExtents(coll, sig.count, nranks, m.rank, sig.root, &ext) ||
+      __builtin_mul_overflow(ext.send_elems, esize, &send_bytes) ||
+      __builtin_mul_overflow(ext.recv_elems, esize, &recv_bytes)) {
+    return Status::InvalidArgument("count " + std::to_string(d.count) + " overflows the buffer size");
+  }
+  op->rank = m.rank;
+  op->seq = d.seq;
+  op->sig = sig;
+  op->session = weak_from_this();
+  op->completion = d.completion;
+  std::shared_ptr<Mapping> hold;
+  BATON_RETURN_IF_ERROR(ResolveBuffer(d.send, send_bytes, "send", &op->bufs.send, &hold));
+  if (hold) op->holds.push_back(std::move(hold));
+  BATON_RETURN_IF_ERROR(ResolveBuffer(d.recv, recv_bytes, "receive", &op->bufs.recv, &hold));
+  if (hold) op->holds.push_back(std::move(hold));
+  op->bufs.send_bytes = send_bytes;
+  op->bufs.recv_bytes = recv_bytes;
+  return Status::Ok();
+}
+
+void Session::Complete(uint32_t completion, const Status& st) {
+  if (completion >= ipc::kCompletions || ring_.data() == nullptr) return;
+  ipc::Completion& c = ring_view_.completions[completion];
+  c.code = static_cast<int32_t>(st.code());
+  const size_t n = std::min(st.message().size(), sizeof c.message - 1);
+  std::memcpy(c.message, st.message().data(), n);
+  c.message[n] = '\0';
+  c.state.store(ipc::kDone, std::memory_order_release);
+  FutexWakeAll(&c.state);
+}
+
+void Session::Close(const std::string& why) {
+  std::map<uint64_t, Membership> comms;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return;
+    closed_ = true;
+    comms.swap(comms_);
+  }
+  BATON_INFO(kClient, "client {} left: {}", Who(), why);
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  if (doorbell_) doorbell_->close(ignored);
+  for (auto& [handle, m] : comms) {
+    m.comm->Detach(m.rank, Status::Remote("rank " + std::to_string(m.rank) + " of " + m.comm->Describe() + " (" +
+                                          Who() + " on node " + env_.node_name +
+                                          ") disconnected from its daemon without destroying the communicator: " +
+                                          "the process exited or crashed"));
+  }
+}
+
+}  // namespace baton

@@ -1,0 +1,100 @@
+// Session: one connected client process. Owns the client's shared-memory
+// segments and submission ring, validates everything the client sends, and
+// routes operations to communicators.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/asio.h"
+#include "common/ipc_protocol.h"
+#include "common/mapping.h"
+#include "common/unique_fd.h"
+#include "daemon/communicator.h"
+#include "daemon/local_op.h"
+#include "daemon/options.h"
+
+namespace baton {
+
+// What sessions need from the daemon.
+struct SessionEnv {
+  const DaemonOptions* options = nullptr;
+  DaemonServices services;
+  std::string node_id;         // unique id of this daemon instance (for rendezvous)
+  std::string node_name;       // human-readable
+  std::string data_address;    // where peers dial us
+  std::string rendezvous;      // default rendezvous address
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  using Socket = UnixSeqPacket::socket;
+
+  Session(const SessionEnv& env, boost::asio::io_context& io, Socket socket, const ucred& peer, uint64_t id);
+  ~Session();
+
+  void Start();
+  // Publishes the result of the operation that named `completion`. Thread-safe.
+  void Complete(uint32_t completion, const Status& st);
+
+  const ucred& peer() const { return peer_; }
+
+ private:
+  struct Membership {
+    std::shared_ptr<Communicator> comm;
+    int rank = -1;
+  };
+
+  void ReadNext();
+  void Dispatch(size_t len);
+  void OnHello(const ipc::HelloRequest& req);
+  void OnMemAlloc(const ipc::MemAllocRequest& req);
+  void OnMemFree(const ipc::MemFreeRequest& req);
+  void OnCommInit(const ipc::CommInitRequest& req);
+  void OnCommSplit(const ipc::CommSplitRequest& req);
+  void OnCommDestroy(const ipc::CommDestroyRequest& req);
+
+  void WaitDoorbell();
+  void DrainRing();
+  Status Validate(const ipc::Descriptor& d, LocalOp* op);
+  Status ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const char* which, uint8_t** ptr,
+                       std::shared_ptr<Mapping>* hold);
+
+  void Reply(uint32_t request_id, const Status& st, uint64_t value = 0, int rank = 0, int nranks = 0,
+             const std::vector<int>& fds = {});
+  // Registers a communicator handle and answers the init/split request.
+  void FinishJoin(uint32_t request_id, const Status& st, std::shared_ptr<Communicator> comm, int rank, int nranks);
+  void Close(const std::string& why);
+  std::string Who() const;  // "pid 123 (uid 1000)"
+
+  const SessionEnv& env_;
+  boost::asio::io_context& io_;
+  Socket socket_;
+  const ucred peer_;
+  const uint64_t id_;
+  std::array<uint8_t, ipc::kMaxMessage> inbox_{};
+  boost::asio::socket_base::message_flags receive_flags_ = 0;
+  bool hello_done_ = false;
+  bool closed_ = false;
+
+  // Submission ring (set up by Hello).
+  Mapping ring_;
+  ipc::RingView ring_view_{};
+  uint32_t ring_head_ = 0;  // our own copy; the shared one is for the client only
+  std::unique_ptr<boost::asio::posix::stream_descriptor> doorbell_;
+  uint64_t doorbell_value_ = 0;
+
+  std::mutex mu_;  // guards what worker threads touch: segments_, comms_, socket sends
+  std::map<uint64_t, std::shared_ptr<Mapping>> segments_;
+  uint64_t segment_bytes_ = 0;
+  uint64_t next_segment_ = 1;
+  std::map<uint64_t, Membership> comms_;
+  uint64_t next_comm_ = 1;
+};
+
+}  // namespace baton

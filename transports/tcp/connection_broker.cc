@@ -1,0 +1,121 @@
+#include "transports/tcp/connection_broker.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "common/address.h"
+
+namespace baton::tcp {
+
+namespace {
+// Parked connections nobody claims (a communicator that failed elsewhere) are dropped after this.
+constexpr auto kParkLimit = std::chrono::minutes(10);
+}
+
+void ConnectionBroker::Deliver(uint64_t comm_uid, Channel channel, uint32_t from_node, UniqueFd fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = Clock::now();
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    it = now - it->second.arrived > kParkLimit ? parked_.erase(it) : std::next(it);
+  }
+  parked_[{comm_uid, static_cast<uint16_t>(channel), from_node}] = Parked{std::move(fd), now};
+  cv_.notify_all();
+}
+
+Status ConnectionBroker::Await(uint64_t comm_uid, Channel channel, uint32_t from_node, Clock::time_point deadline,
+                               UniqueFd* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const Key key{comm_uid, static_cast<uint16_t>(channel), from_node};
+  while (true) {
+    auto it = parked_.find(key);
+    if (it != parked_.end()) {
+      *out = std::move(it->second.fd);
+      parked_.erase(it);
+      return Status::Ok();
+    }
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && Clock::now() >= deadline) {
+      return Status::Timeout("node " + std::to_string(from_node) + " did not connect in time");
+    }
+  }
+}
+
+void ConnectionBroker::Forget(uint64_t comm_uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    it = std::get<0>(it->first) == comm_uid ? parked_.erase(it) : std::next(it);
+  }
+}
+
+size_t ConnectionBroker::parked() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return parked_.size();
+}
+
+void TuneDataSocket(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  int buf = 4 << 20;
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+}
+
+boost::asio::ip::tcp ProtocolOf(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  return ss.ss_family == AF_INET6 ? boost::asio::ip::tcp::v6() : boost::asio::ip::tcp::v4();
+}
+
+Status ConnectAndHello(const std::string& address, const Hello& hello, ConnectionBroker::Clock::time_point deadline,
+                       UniqueFd* out) {
+  HostPort hp;
+  BATON_RETURN_IF_ERROR(ParseHostPort(address, &hp));
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(hp.port);
+  if (int rc = ::getaddrinfo(hp.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    return Status::Unavailable("cannot resolve " + address + ": " + gai_strerror(rc));
+  }
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+  Status last = Status::Unavailable("no address for " + address);
+  auto backoff = std::chrono::milliseconds(10);
+  while (true) {
+    for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+      UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+      if (!fd.valid()) {
+        last = Status::Errno("socket", errno);
+        continue;
+      }
+      TuneDataSocket(fd.get());
+      if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
+        last = Status::Errno("connect to " + address, errno);
+        continue;
+      }
+      const char* p = reinterpret_cast<const char*>(&hello);
+      size_t left = sizeof hello;
+      while (left > 0) {
+        ssize_t n = ::send(fd.get(), p, left, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return Status::Errno("sending hello to " + address, errno);
+        p += n;
+        left -= static_cast<size_t>(n);
+      }
+      *out = std::move(fd);
+      return Status::Ok();
+    }
+    if (ConnectionBroker::Clock::now() + backoff >= deadline) return last;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+  }
+}
+
+}  // namespace baton::tcp

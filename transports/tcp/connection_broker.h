@@ -1,0 +1,52 @@
+// ConnectionBroker: incoming data connections wait here, keyed by
+// (communicator, channel, sending node), until the communicator claims them.
+// A connection may arrive before this daemon has created the communicator.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "common/asio.h"
+#include "common/status.h"
+#include "common/unique_fd.h"
+#include "transports/tcp/wire.h"
+
+namespace baton::tcp {
+
+class ConnectionBroker {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void Deliver(uint64_t comm_uid, Channel channel, uint32_t from_node, UniqueFd fd);
+  Status Await(uint64_t comm_uid, Channel channel, uint32_t from_node, Clock::time_point deadline, UniqueFd* out);
+  // Drops every parked connection of a communicator (it failed or was destroyed).
+  void Forget(uint64_t comm_uid);
+  size_t parked() const;
+
+ private:
+  using Key = std::tuple<uint64_t, uint16_t, uint32_t>;
+  struct Parked {
+    UniqueFd fd;
+    Clock::time_point arrived;
+  };
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<Key, Parked> parked_;
+};
+
+// Opens a TCP connection to `address` (host:port), tunes it for bulk
+// transfer and sends `hello`. Retries refused connections until `deadline`
+// (the peer daemon may still be starting).
+Status ConnectAndHello(const std::string& address, const Hello& hello, ConnectionBroker::Clock::time_point deadline,
+                       UniqueFd* out);
+
+// Socket options for data connections: no Nagle delay, large buffers.
+void TuneDataSocket(int fd);
+
+// The Asio protocol (v4 or v6) of a connected socket.
+boost::asio::ip::tcp ProtocolOf(int fd);
+
+}  // namespace baton::tcp

@@ -1,0 +1,44 @@
+#include "transports/tcp/wire.h"
+
+namespace baton::tcp {
+
+DataHeader MakeHeader(const MessageStamp& stamp, uint32_t index, uint64_t bytes) {
+  DataHeader h{};
+  h.magic = kDataMagic;
+  h.index = index;
+  h.comm_uid = stamp.comm_uid;
+  h.seq = stamp.seq;
+  h.bytes = bytes;
+  h.count = stamp.sig.count;
+  h.collective = static_cast<uint32_t>(stamp.sig.collective);
+  h.dtype = static_cast<uint32_t>(stamp.sig.dtype);
+  h.redop = static_cast<uint32_t>(stamp.sig.redop);
+  h.root = stamp.sig.root;
+  return h;
+}
+
+Status CheckHeader(const DataHeader& got, const MessageStamp& want, uint32_t want_index, uint64_t want_bytes,
+                   const std::string& peer_desc) {
+  if (got.magic != kDataMagic || got.comm_uid != want.comm_uid) {
+    return Status::Remote("corrupt or foreign message from " + peer_desc + " (bad magic or communicator id)");
+  }
+  if (!IsValidCollective(got.collective) || !IsValidDataType(got.dtype) || !IsValidRedOp(got.redop)) {
+    return Status::Remote("malformed message header from " + peer_desc);
+  }
+  OpSignature theirs{static_cast<Collective>(got.collective), static_cast<DataType>(got.dtype),
+                     static_cast<RedOp>(got.redop), got.root, got.count};
+  if (got.seq != want.seq || !(theirs == want.sig)) {
+    return Status::Mismatch("collective mismatch: ranks on " + peer_desc + " called " + theirs.ToString() + " as op #" +
+                            std::to_string(got.seq) + " while this node's ranks called " + want.sig.ToString() +
+                            " as op #" + std::to_string(want.seq));
+  }
+  if (got.index != want_index || got.bytes != want_bytes) {
+    return Status::Internal("schedule disagreement with " + peer_desc + ": message " + std::to_string(got.index) +
+                            " of " + std::to_string(got.bytes) + " bytes, expected message " +
+                            std::to_string(want_index) + " of " + std::to_string(want_bytes) +
+                            " bytes (are both daemons the same Baton version and algorithm setting?)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace baton::tcp
