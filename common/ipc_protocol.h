@@ -76,6 +76,8 @@ struct CommSplitRequest {
 struct CommDestroyRequest {
   MsgHeader h;
   uint64_t comm;
+  uint32_t abort;  // nonzero: baton_comm_abort (fail the communicator everywhere)
+  uint32_t reserved;
 };
 
 // The one reply type. Fds (ring + doorbell for Hello, the segment for

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <random>
 
@@ -92,6 +93,17 @@ Status Daemon::Start() {
     }
   });
   AcceptClient();
+  if (!options_.ready_file.empty()) {
+    // Write then rename, so a reader never sees half a file.
+    const std::string tmp = options_.ready_file + ".tmp";
+    if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+      std::fprintf(f, "data=%s grpc=%s\n", env_.data_address.c_str(), grpc_hp.ToString().c_str());
+      std::fclose(f);
+      std::rename(tmp.c_str(), options_.ready_file.c_str());
+    } else {
+      return Status::Errno("cannot write --ready-file " + options_.ready_file, errno);
+    }
+  }
   BATON_INFO(kInit, "batond {} on node {}: clients {}, data {}, gRPC {}, rendezvous {}", PROJECT_VERSION_STRING,
              options_.node_name, options_.socket_path, env_.data_address, grpc_hp.ToString(), env_.rendezvous);
   return Status::Ok();

@@ -26,6 +26,8 @@ options:
   --node-name NAME       name of this node in messages (default: hostname)
   --max-client-memory N  shared memory one client may allocate, e.g. 8G (default 8G)
   --timeout SECONDS      collective timeout when a communicator sets none (default 300)
+  --ready-file PATH      once serving, write "data=HOST:PORT grpc=HOST:PORT" to PATH
+                         (launchers and tests wait for it)
   --help                 this text
 
 environment:
@@ -84,6 +86,8 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next(&o.grpc));
     } else if (arg == "--rendezvous") {
       BATON_RETURN_IF_ERROR(next(&o.rendezvous));
+    } else if (arg == "--ready-file") {
+      BATON_RETURN_IF_ERROR(next(&o.ready_file));
     } else if (arg == "--node-name") {
       BATON_RETURN_IF_ERROR(next(&o.node_name));
     } else if (arg == "--max-client-memory") {

@@ -324,7 +324,9 @@ void Session::OnCommDestroy(const ipc::CommDestroyRequest& req) {
     }
   }
   if (!m.comm) return Reply(req.h.request_id, Status::InvalidArgument("destroy of an unknown communicator handle"));
-  m.comm->Detach(m.rank, Status::Ok());
+  m.comm->Detach(m.rank, req.abort ? Status::Aborted("rank " + std::to_string(m.rank) + " of " + m.comm->Describe() +
+                                                      " called baton_comm_abort")
+                                    : Status::Ok());
   Reply(req.h.request_id, Status::Ok());
 }
 

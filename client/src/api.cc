@@ -1,0 +1,475 @@
+// The C API of libbaton (client/include/baton/baton.h).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "baton/baton.h"
+#include "client/src/daemon_connection.h"
+#include "common/futex.h"
+#include "common/types.h"
+
+using baton::Code;
+using baton::Collective;
+using baton::Status;
+using baton::client::DaemonConnection;
+namespace ipc = baton::ipc;
+
+static_assert(static_cast<int>(Code::kUnavailable) == baton_unavailable);
+static_assert(static_cast<int>(Code::kInProgress) == baton_in_progress);
+static_assert(static_cast<int>(baton::DataType::kFloat64) == baton_float64);
+static_assert(static_cast<int>(baton::RedOp::kAvg) == baton_avg);
+
+struct baton_comm {
+  DaemonConnection* conn = nullptr;
+  uint64_t handle = 0;
+  int rank = 0;
+  int nranks = 0;
+  std::mutex mu;          // orders sequence numbers with ring order
+  uint64_t next_seq = 1;  // next collective sequence number
+  std::atomic<int> async_error{baton_success};
+};
+
+struct baton_request {
+  baton_comm* comm = nullptr;
+  uint32_t slot = 0;
+  struct CopyOut {
+    void* user;
+    const void* staged;
+    uint64_t bytes;
+  };
+  std::vector<CopyOut> copy_out;
+  std::vector<void*> staged;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+thread_local int t_group_depth = 0;
+thread_local std::vector<baton_request*> t_group_blocking;  // blocking calls deferred to group end
+thread_local std::vector<DaemonConnection*> t_group_doorbells;
+
+baton_result_t Fail(const Status& st) {
+  t_last_error = st.message();
+  return static_cast<baton_result_t>(st.code());
+}
+
+baton_result_t Fail(Code code, std::string message) { return Fail(Status(code, std::move(message))); }
+
+std::string EnvOr(const char* configured, const char* env, const char* fallback) {
+  if (configured != nullptr && *configured != '\0') return configured;
+  if (const char* v = std::getenv(env); v != nullptr && *v != '\0') return v;
+  return fallback;
+}
+
+bool CopyField(char* dst, size_t cap, const std::string& value) {
+  if (value.size() >= cap) return false;
+  std::memcpy(dst, value.c_str(), value.size() + 1);
+  return true;
+}
+
+void ReleaseRequest(baton_request* req) {
+  for (void* p : req->staged) req->comm->conn->ReleaseStaging(p);
+  req->comm->conn->ReleaseCompletion(req->slot);
+  delete req;
+}
+
+// Completes `req` if it is done within timeout_ms; releases it when done.
+baton_result_t WaitRequest(baton_request* req, int timeout_ms) {
+  if (req == nullptr) return Fail(Code::kInvalidArgument, "baton_wait: NULL request");
+  ipc::Completion& c = req->comm->conn->completion(req->slot);
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto deadline = timeout_ms < 0 ? Clock::time_point::max() : start + std::chrono::milliseconds(timeout_ms);
+  // Spin briefly (small collectives finish in microseconds), then sleep on the futex.
+  constexpr auto kSpin = std::chrono::microseconds(30);
+  while (c.state.load(std::memory_order_acquire) != ipc::kDone) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      return Fail(Code::kInProgress, "operation still in progress after " + std::to_string(timeout_ms) + " ms");
+    }
+    if (now - start < kSpin) continue;
+    const int64_t left_ns =
+        deadline == Clock::time_point::max()
+            ? 1'000'000'000
+            : std::min<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count(),
+                                1'000'000'000);
+    baton::FutexWait(&c.state, ipc::kPending, left_ns);
+  }
+  const auto code = static_cast<baton_result_t>(c.code);
+  std::string message = c.message;
+  if (code == baton_success) {
+    for (const auto& co : req->copy_out) std::memcpy(co.user, co.staged, co.bytes);
+  } else {
+    int expected = baton_success;
+    req->comm->async_error.compare_exchange_strong(expected, code);
+  }
+  ReleaseRequest(req);
+  if (code != baton_success) return Fail(static_cast<Code>(code), message);
+  return baton_success;
+}
+
+// Resolves a user buffer to a segment reference, staging it if needed.
+Status Place(baton_request* req, const void* user, uint64_t bytes, bool copy_in, bool copy_out, ipc::BufferRef* ref,
+             void** staged_out) {
+  DaemonConnection* conn = req->comm->conn;
+  if (bytes == 0) return Status::Ok();
+  if (conn->Lookup(user, bytes, ref)) return Status::Ok();
+  void* staged = nullptr;
+  BATON_RETURN_IF_ERROR(conn->AcquireStaging(bytes, &staged));
+  req->staged.push_back(staged);
+  if (copy_in) std::memcpy(staged, user, bytes);
+  if (copy_out) req->copy_out.push_back({const_cast<void*>(user), staged, bytes});
+  conn->Lookup(staged, bytes, ref);
+  if (staged_out) *staged_out = staged;
+  return Status::Ok();
+}
+
+baton_result_t Submit(Collective coll, const void* send, void* recv, size_t count, baton_datatype_t dtype,
+                      baton_redop_t op, int root, baton_comm_t comm, baton_request_t* out) {
+  const char* name = baton::CollectiveName(coll);
+  if (comm == nullptr) return Fail(Code::kInvalidArgument, std::string(name) + ": communicator is NULL");
+  if (!baton::IsValidDataType(static_cast<uint32_t>(dtype))) {
+    return Fail(Code::kInvalidArgument, std::string(name) + ": unknown datatype " + std::to_string(dtype));
+  }
+  if (baton::IsReduction(coll) && !baton::IsValidRedOp(static_cast<uint32_t>(op))) {
+    return Fail(Code::kInvalidArgument, std::string(name) + ": unknown reduction " + std::to_string(op));
+  }
+  const bool p2p = coll == Collective::kSend || coll == Collective::kRecv;
+  if ((baton::HasRoot(coll) || p2p) && (root < 0 || root >= comm->nranks)) {
+    return Fail(Code::kInvalidArgument, std::string(name) + ": " + (p2p ? "peer " : "root ") + std::to_string(root) +
+                                            " is not a rank of this communicator (size " +
+                                            std::to_string(comm->nranks) + ")");
+  }
+  if (int err = comm->async_error.load(); err != baton_success) {
+    return Fail(Code::kAborted, std::string(name) + ": the communicator failed earlier (" +
+                                    baton_get_error_string(static_cast<baton_result_t>(err)) +
+                                    "); destroy it and create a new one");
+  }
+  baton::BufferExtents ext;
+  const uint64_t esize = baton::DataTypeSize(static_cast<baton::DataType>(dtype));
+  uint64_t send_bytes = 0;
+  uint64_t recv_bytes = 0;
+  if (!baton::ComputeExtents(coll, count, comm->nranks, comm->rank, root, &ext) ||
+      __builtin_mul_overflow(ext.send_elems, esize, &send_bytes) ||
+      __builtin_mul_overflow(ext.recv_elems, esize, &recv_bytes)) {
+    return Fail(Code::kInvalidArgument, std::string(name) + ": count " + std::to_string(count) + " is too large");
+  }
+  if (send_bytes > 0 && send == nullptr) {
+    return Fail(Code::kInvalidArgument, std::string(name) + ": send buffer is NULL");
+  }
+  if (recv_bytes > 0 && recv == nullptr) {
+    return Fail(Code::kInvalidArgument, std::string(name) + ": receive buffer is NULL");
+  }
+  auto* req = new baton_request;
+  req->comm = comm;
+  Status st = comm->conn->AcquireCompletion(&req->slot);
+  if (!st.ok()) {
+    delete req;
+    return Fail(st);
+  }
+  ipc::Descriptor d{};
+  d.comm = comm->handle;
+  d.collective = static_cast<uint32_t>(coll);
+  d.dtype = static_cast<uint32_t>(dtype);
+  d.redop = static_cast<uint32_t>(op);
+  d.root = baton::HasRoot(coll) || p2p ? root : -1;
+  d.count = count;
+  d.completion = req->slot;
+  void* staged_send = nullptr;
+  st = Place(req, send, send_bytes, /*copy_in=*/true, /*copy_out=*/false, &d.send, &staged_send);
+  if (st.ok()) {
+    if (recv == send && staged_send != nullptr && recv_bytes == send_bytes) {
+      // In place on an unregistered buffer: one staging buffer for both.
+      d.recv = d.send;
+      req->copy_out.push_back({recv, staged_send, recv_bytes});
+    } else {
+      st = Place(req, recv, recv_bytes, /*copy_in=*/false, /*copy_out=*/true, &d.recv, nullptr);
+    }
+  }
+  if (!st.ok()) {
+    ReleaseRequest(req);
+    return Fail(st.WithContext(std::string(name) + ": "));
+  }
+  {
+    std::lock_guard<std::mutex> lock(comm->mu);
+    if (!p2p) d.seq = comm->next_seq++;
+    comm->conn->Enqueue(d);
+  }
+  if (t_group_depth > 0) {
+    t_group_doorbells.push_back(comm->conn);
+  } else {
+    comm->conn->RingDoorbell();
+  }
+  if (out != nullptr) {
+    *out = req;
+    return baton_success;
+  }
+  if (t_group_depth > 0) {
+    t_group_blocking.push_back(req);
+    return baton_success;
+  }
+  return WaitRequest(req, -1);
+}
+
+baton_result_t Destroy(baton_comm_t comm, bool abort) {
+  if (comm == nullptr) return Fail(Code::kInvalidArgument, "communicator is NULL");
+  ipc::CommDestroyRequest req{};
+  req.h.type = static_cast<uint32_t>(ipc::MsgType::kCommDestroy);
+  req.comm = comm->handle;
+  req.abort = abort ? 1 : 0;
+  ipc::Reply reply;
+  Status st = comm->conn->Call(&req, sizeof req, &reply);
+  delete comm;
+  return st.ok() ? baton_success : Fail(st);
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* baton_get_error_string(baton_result_t result) {
+  switch (result) {
+    case baton_success: return "success";
+    case baton_invalid_argument: return "invalid argument";
+    case baton_system_error: return "system error";
+    case baton_internal_error: return "internal error";
+    case baton_remote_error: return "remote error";
+    case baton_timeout: return "timeout";
+    case baton_mismatch: return "collective mismatch";
+    case baton_aborted: return "aborted";
+    case baton_in_progress: return "in progress";
+    case baton_resource_exhausted: return "resource exhausted";
+    case baton_unavailable: return "daemon unavailable";
+  }
+  return "unknown error";
+}
+
+const char* baton_get_last_error(baton_comm_t) { return t_last_error.c_str(); }
+
+baton_result_t baton_comm_init_config(baton_comm_t* comm, int nranks, int rank, const baton_config_t* config) {
+  if (comm == nullptr) return Fail(Code::kInvalidArgument, "baton_comm_init: comm is NULL");
+  baton_config_t empty = BATON_CONFIG_INITIALIZER;
+  const baton_config_t& c = config ? *config : empty;
+  const std::string job = EnvOr(c.job_id, "BATON_JOB_ID", "");
+  if (job.empty()) return Fail(Code::kInvalidArgument, "baton_comm_init: no job id (pass one or set BATON_JOB_ID)");
+  if (nranks <= 0 || rank < 0 || rank >= nranks) {
+    return Fail(Code::kInvalidArgument, "baton_comm_init: rank " + std::to_string(rank) + " of " +
+                                            std::to_string(nranks) + " is not valid");
+  }
+  const std::string socket = EnvOr(c.daemon_socket, "BATON_SOCKET", "/run/baton/batond.sock");
+  double timeout = c.timeout_seconds;
+  if (timeout <= 0) {
+    const std::string t = EnvOr(nullptr, "BATON_TIMEOUT", "0");
+    char* end = nullptr;
+    timeout = std::strtod(t.c_str(), &end);
+    if (end == t.c_str() || *end != '\0' || timeout < 0) {
+      return Fail(Code::kInvalidArgument, "BATON_TIMEOUT='" + t + "' is not a number of seconds");
+    }
+  }
+  ipc::CommInitRequest req{};
+  req.h.type = static_cast<uint32_t>(ipc::MsgType::kCommInit);
+  req.nranks = nranks;
+  req.rank = rank;
+  req.timeout_ms = static_cast<uint32_t>(std::min(timeout, 3.6e6) * 1000);
+  if (!CopyField(req.job_id, sizeof req.job_id, job) ||
+      !CopyField(req.comm_name, sizeof req.comm_name, c.name ? c.name : "world") ||
+      !CopyField(req.rendezvous, sizeof req.rendezvous, EnvOr(c.rendezvous, "BATON_RENDEZVOUS", "")) ||
+      !CopyField(req.secret, sizeof req.secret, EnvOr(c.secret, "BATON_JOB_SECRET", "")) ||
+      !CopyField(req.algorithm, sizeof req.algorithm, EnvOr(c.algorithm, "BATON_ALGO", ""))) {
+    return Fail(Code::kInvalidArgument, "baton_comm_init: job id, name, rendezvous, secret or algorithm too long");
+  }
+  DaemonConnection* conn = nullptr;
+  Status st = DaemonConnection::Get(socket, &conn);
+  if (!st.ok()) return Fail(st);
+  ipc::Reply reply;
+  st = conn->Call(&req, sizeof req, &reply);
+  if (!st.ok()) return Fail(st.WithContext("baton_comm_init (rank " + std::to_string(rank) + "): "));
+  auto* out = new baton_comm;
+  out->conn = conn;
+  out->handle = reply.value;
+  out->rank = reply.rank;
+  out->nranks = reply.nranks;
+  *comm = out;
+  return baton_success;
+}
+
+baton_result_t baton_comm_init(baton_comm_t* comm, const char* job_id, int nranks, int rank) {
+  baton_config_t c = BATON_CONFIG_INITIALIZER;
+  c.job_id = job_id;
+  return baton_comm_init_config(comm, nranks, rank, &c);
+}
+
+baton_result_t baton_comm_init_from_env(baton_comm_t* comm) {
+  const char* size = std::getenv("BATON_WORLD_SIZE");
+  const char* rank = std::getenv("BATON_RANK");
+  if (size == nullptr || rank == nullptr) {
+    return Fail(Code::kInvalidArgument,
+                "baton_comm_init_from_env: BATON_WORLD_SIZE and BATON_RANK must be set (baton-run sets them)");
+  }
+  return baton_comm_init_config(comm, std::atoi(size), std::atoi(rank), nullptr);
+}
+
+baton_result_t baton_comm_split(baton_comm_t comm, int color, int key, baton_comm_t* newcomm) {
+  if (comm == nullptr || newcomm == nullptr) return Fail(Code::kInvalidArgument, "baton_comm_split: NULL argument");
+  ipc::CommSplitRequest req{};
+  req.h.type = static_cast<uint32_t>(ipc::MsgType::kCommSplit);
+  req.parent = comm->handle;
+  req.color = color < 0 ? -1 : color;
+  req.key = key;
+  {
+    std::lock_guard<std::mutex> lock(comm->mu);
+    req.seq = comm->next_seq++;
+  }
+  ipc::Reply reply;
+  Status st = comm->conn->Call(&req, sizeof req, &reply);
+  if (!st.ok()) {
+    int expected = baton_success;
+    comm->async_error.compare_exchange_strong(expected, static_cast<int>(st.code()));
+    return Fail(st);
+  }
+  if (reply.value == 0) {
+    *newcomm = nullptr;
+    return baton_success;
+  }
+  auto* out = new baton_comm;
+  out->conn = comm->conn;
+  out->handle = reply.value;
+  out->rank = reply.rank;
+  out->nranks = reply.nranks;
+  *newcomm = out;
+  return baton_success;
+}
+
+baton_result_t baton_comm_destroy(baton_comm_t comm) { return Destroy(comm, false); }
+baton_result_t baton_comm_abort(baton_comm_t comm) { return Destroy(comm, true); }
+
+baton_result_t baton_comm_get_async_error(baton_comm_t comm, baton_result_t* error) {
+  if (comm == nullptr || error == nullptr) return Fail(Code::kInvalidArgument, "NULL argument");
+  *error = static_cast<baton_result_t>(comm->async_error.load());
+  return baton_success;
+}
+
+baton_result_t baton_comm_count(baton_comm_t comm, int* count) {
+  if (comm == nullptr || count == nullptr) return Fail(Code::kInvalidArgument, "NULL argument");
+  *count = comm->nranks;
+  return baton_success;
+}
+
+baton_result_t baton_comm_user_rank(baton_comm_t comm, int* rank) {
+  if (comm == nullptr || rank == nullptr) return Fail(Code::kInvalidArgument, "NULL argument");
+  *rank = comm->rank;
+  return baton_success;
+}
+
+baton_result_t baton_mem_alloc(void** ptr, size_t size) {
+  if (ptr == nullptr || size == 0) return Fail(Code::kInvalidArgument, "baton_mem_alloc: NULL pointer or zero size");
+  DaemonConnection* conn = nullptr;
+  Status st = DaemonConnection::Default(EnvOr(nullptr, "BATON_SOCKET", "/run/baton/batond.sock"), &conn);
+  if (st.ok()) st = conn->Alloc(size, ptr);
+  return st.ok() ? baton_success : Fail(st);
+}
+
+baton_result_t baton_comm_mem_alloc(baton_comm_t comm, void** ptr, size_t size) {
+  if (comm == nullptr || ptr == nullptr || size == 0) {
+    return Fail(Code::kInvalidArgument, "baton_comm_mem_alloc: NULL argument or zero size");
+  }
+  Status st = comm->conn->Alloc(size, ptr);
+  return st.ok() ? baton_success : Fail(st);
+}
+
+baton_result_t baton_mem_free(void* ptr) {
+  if (ptr == nullptr) return baton_success;
+  Status st = DaemonConnection::FreeAnywhere(ptr);
+  return st.ok() ? baton_success : Fail(st);
+}
+
+baton_result_t baton_allreduce(const void* s, void* r, size_t count, baton_datatype_t t, baton_redop_t op,
+                               baton_comm_t comm, baton_request_t* req) {
+  return Submit(Collective::kAllReduce, s, r, count, t, op, -1, comm, req);
+}
+baton_result_t baton_broadcast(const void* s, void* r, size_t count, baton_datatype_t t, int root, baton_comm_t comm,
+                               baton_request_t* req) {
+  return Submit(Collective::kBroadcast, s, r, count, t, baton_sum, root, comm, req);
+}
+baton_result_t baton_reduce(const void* s, void* r, size_t count, baton_datatype_t t, baton_redop_t op, int root,
+                            baton_comm_t comm, baton_request_t* req) {
+  return Submit(Collective::kReduce, s, r, count, t, op, root, comm, req);
+}
+baton_result_t baton_allgather(const void* s, void* r, size_t count, baton_datatype_t t, baton_comm_t comm,
+                               baton_request_t* req) {
+  return Submit(Collective::kAllGather, s, r, count, t, baton_sum, -1, comm, req);
+}
+baton_result_t baton_reducescatter(const void* s, void* r, size_t count, baton_datatype_t t, baton_redop_t op,
+                                   baton_comm_t comm, baton_request_t* req) {
+  return Submit(Collective::kReduceScatter, s, r, count, t, op, -1, comm, req);
+}
+baton_result_t baton_scatter(const void* s, void* r, size_t count, baton_datatype_t t, int root, baton_comm_t comm,
+                             baton_request_t* req) {
+  return Submit(Collective::kScatter, s, r, count, t, baton_sum, root, comm, req);
+}
+baton_result_t baton_gather(const void* s, void* r, size_t count, baton_datatype_t t, int root, baton_comm_t comm,
+                            baton_request_t* req) {
+  return Submit(Collective::kGather, s, r, count, t, baton_sum, root, comm, req);
+}
+baton_result_t baton_alltoall(const void* s, void* r, size_t count, baton_datatype_t t, baton_comm_t comm,
+                              baton_request_t* req) {
+  return Submit(Collective::kAllToAll, s, r, count, t, baton_sum, -1, comm, req);
+}
+baton_result_t baton_send(const void* s, size_t count, baton_datatype_t t, int peer, baton_comm_t comm,
+                          baton_request_t* req) {
+  return Submit(Collective::kSend, s, nullptr, count, t, baton_sum, peer, comm, req);
+}
+baton_result_t baton_recv(void* r, size_t count, baton_datatype_t t, int peer, baton_comm_t comm,
+                          baton_request_t* req) {
+  return Submit(Collective::kRecv, nullptr, r, count, t, baton_sum, peer, comm, req);
+}
+baton_result_t baton_barrier(baton_comm_t comm, baton_request_t* req) {
+  return Submit(Collective::kBarrier, nullptr, nullptr, 0, baton_uint8, baton_sum, -1, comm, req);
+}
+
+baton_result_t baton_wait(baton_request_t request, int timeout_ms) { return WaitRequest(request, timeout_ms); }
+
+baton_result_t baton_test(baton_request_t request, int* done) {
+  if (request == nullptr || done == nullptr) return Fail(Code::kInvalidArgument, "baton_test: NULL argument");
+  if (request->comm->conn->completion(request->slot).state.load(std::memory_order_acquire) != ipc::kDone) {
+    *done = 0;
+    return baton_success;
+  }
+  *done = 1;
+  return WaitRequest(request, 0);
+}
+
+baton_result_t baton_group_start(void) {
+  ++t_group_depth;
+  return baton_success;
+}
+
+baton_result_t baton_group_end(void) {
+  if (t_group_depth == 0) return Fail(Code::kInvalidArgument, "baton_group_end without baton_group_start");
+  if (--t_group_depth > 0) return baton_success;
+  std::vector<DaemonConnection*> bells;
+  bells.swap(t_group_doorbells);
+  std::sort(bells.begin(), bells.end());
+  bells.erase(std::unique(bells.begin(), bells.end()), bells.end());
+  for (auto* c : bells) c->RingDoorbell();
+  std::vector<baton_request*> blocking;
+  blocking.swap(t_group_blocking);
+  baton_result_t first = baton_success;
+  std::string first_msg;
+  for (auto* r : blocking) {
+    baton_result_t rc = WaitRequest(r, -1);
+    if (rc != baton_success && first == baton_success) {
+      first = rc;
+      first_msg = t_last_error;
+    }
+  }
+  if (first != baton_success) t_last_error = first_msg;
+  return first;
+}
+
+}  // extern "C"

@@ -1,0 +1,242 @@
+#include "client/src/daemon_connection.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cstring>
+#include <thread>
+
+#include "common/fd_passing.h"
+#include "common/futex.h"
+
+namespace baton::client {
+
+namespace {
+std::mutex g_mu;
+// One connection per daemon socket, kept until exit (the daemon reclaims
+// everything when the process goes away).
+std::map<std::string, DaemonConnection*>* g_conns = new std::map<std::string, DaemonConnection*>;
+DaemonConnection* g_first = nullptr;
+}  // namespace
+
+Status DaemonConnection::Default(const std::string& socket_path, DaemonConnection** out) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_first != nullptr) {
+      *out = g_first;
+      return Status::Ok();
+    }
+  }
+  return Get(socket_path, out);
+}
+
+Status DaemonConnection::FreeAnywhere(void* ptr) {
+  std::vector<DaemonConnection*> conns;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (auto& [path, c] : *g_conns) conns.push_back(c);
+  }
+  for (DaemonConnection* c : conns) {
+    if (c->Owns(ptr)) return c->Free(ptr);
+  }
+  return Status::InvalidArgument("baton_mem_free: pointer was not returned by baton_mem_alloc");
+}
+
+bool DaemonConnection::Owns(const void* ptr) const {
+  std::lock_guard<std::mutex> lock(seg_mu_);
+  return segments_.count(reinterpret_cast<uintptr_t>(ptr)) > 0;
+}
+
+Status DaemonConnection::Get(const std::string& socket_path, DaemonConnection** out) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_conns->find(socket_path);
+  if (it == g_conns->end()) {
+    auto conn = std::make_unique<DaemonConnection>();
+    BATON_RETURN_IF_ERROR(conn->Connect(socket_path));
+    it = g_conns->emplace(socket_path, conn.release()).first;
+    if (g_first == nullptr) g_first = it->second;
+  }
+  *out = it->second;
+  return Status::Ok();
+}
+
+Status DaemonConnection::Connect(const std::string& path) {
+  socket_.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!socket_.valid()) return Status::Errno("socket", errno);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return Status::InvalidArgument("daemon socket path too long: " + path);
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  if (::connect(socket_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
+    return Status::Unavailable("cannot reach batond at " + path + ": " + std::strerror(err) +
+                               " (is the daemon running? set BATON_SOCKET to its --socket path)");
+  }
+  ipc::HelloRequest hello{};
+  hello.h.type = static_cast<uint32_t>(ipc::MsgType::kHello);
+  hello.version = ipc::kProtocolVersion;
+  ipc::Reply reply;
+  std::vector<UniqueFd> fds;
+  BATON_RETURN_IF_ERROR(Call(&hello, sizeof hello, &reply, &fds));
+  if (fds.size() != 2 || reply.value != ipc::kRingBytes) {
+    return Status::Internal("daemon sent a malformed Hello reply");
+  }
+  BATON_RETURN_IF_ERROR(Mapping::MapShared(fds[0].get(), ipc::kRingBytes, &ring_));
+  ring_view_ = ipc::RingView::At(ring_.data());
+  doorbell_ = std::move(fds[1]);
+  for (uint32_t i = ipc::kCompletions; i > 0; --i) free_slots_.push_back(i - 1);
+  return Status::Ok();
+}
+
+Status DaemonConnection::Call(void* request, size_t size, ipc::Reply* reply, std::vector<UniqueFd>* fds) {
+  auto* h = static_cast<ipc::MsgHeader*>(request);
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    h->request_id = next_request_++;
+    BATON_RETURN_IF_ERROR(SendWithFds(socket_.get(), request, size, {}).WithContext("talking to batond: "));
+  }
+  std::unique_lock<std::mutex> lock(reply_mu_);
+  for (;;) {
+    auto it = replies_.find(h->request_id);
+    if (it != replies_.end()) {
+      *reply = it->second.reply;
+      if (fds) *fds = std::move(it->second.fds);
+      replies_.erase(it);
+      return Status(static_cast<Code>(reply->code), reply->message);
+    }
+    if (!broken_.ok()) return broken_;
+    if (reader_active_) {
+      reply_cv_.wait(lock);
+      continue;
+    }
+    // Become the reader until some reply arrives.
+    reader_active_ = true;
+    lock.unlock();
+    Pending got;
+    size_t len = 0;
+    Status st = RecvWithFds(socket_.get(), &got.reply, sizeof got.reply, &len, &got.fds);
+    lock.lock();
+    reader_active_ = false;
+    if (st.ok() && len == 0) st = Status::Unavailable("batond closed the connection (did the daemon stop?)");
+    if (st.ok() && len != sizeof got.reply) st = Status::Internal("malformed reply from batond");
+    if (!st.ok()) {
+      broken_ = st.WithContext("talking to batond: ");
+    } else {
+      got.reply.message[sizeof got.reply.message - 1] = '\0';
+      replies_[got.reply.h.request_id] = std::move(got);
+    }
+    reply_cv_.notify_all();
+  }
+}
+
+Status DaemonConnection::Alloc(size_t size, void** ptr) {
+  ipc::MemAllocRequest req{};
+  req.h.type = static_cast<uint32_t>(ipc::MsgType::kMemAlloc);
+  req.size = size;
+  ipc::Reply reply;
+  std::vector<UniqueFd> fds;
+  BATON_RETURN_IF_ERROR(Call(&req, sizeof req, &reply, &fds));
+  if (fds.size() != 1) return Status::Internal("daemon sent no memory for baton_mem_alloc");
+  Segment seg;
+  seg.id = reply.value;
+  const size_t mapped = (size + 4095) & ~size_t{4095};
+  BATON_RETURN_IF_ERROR(Mapping::MapShared(fds[0].get(), mapped, &seg.mapping));
+  *ptr = seg.mapping.data();
+  std::lock_guard<std::mutex> lock(seg_mu_);
+  segments_[reinterpret_cast<uintptr_t>(*ptr)] = std::move(seg);
+  return Status::Ok();
+}
+
+Status DaemonConnection::Free(void* ptr) {
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(seg_mu_);
+    auto it = segments_.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == segments_.end()) {
+      return Status::InvalidArgument("baton_mem_free: pointer was not returned by baton_mem_alloc");
+    }
+    id = it->second.id;
+    segments_.erase(it);
+  }
+  ipc::MemFreeRequest req{};
+  req.h.type = static_cast<uint32_t>(ipc::MsgType::kMemFree);
+  req.segment = id;
+  ipc::Reply reply;
+  return Call(&req, sizeof req, &reply);
+}
+
+bool DaemonConnection::Lookup(const void* ptr, uint64_t bytes, ipc::BufferRef* ref) const {
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lock(seg_mu_);
+  auto it = segments_.upper_bound(p);
+  if (it == segments_.begin()) return false;
+  --it;
+  const uint64_t off = p - it->first;
+  if (off > it->second.mapping.size() || bytes > it->second.mapping.size() - off) return false;
+  *ref = {it->second.id, off};
+  return true;
+}
+
+Status DaemonConnection::AcquireStaging(uint64_t bytes, void** ptr) {
+  {
+    std::lock_guard<std::mutex> lock(seg_mu_);
+    auto it = staging_free_.lower_bound(bytes);
+    if (it != staging_free_.end()) {
+      *ptr = it->second;
+      staging_free_.erase(it);
+      return Status::Ok();
+    }
+  }
+  // Power-of-two capacities keep the pool small and reusable.
+  return Alloc(std::bit_ceil(std::max<uint64_t>(bytes, 4096)), ptr);
+}
+
+void DaemonConnection::ReleaseStaging(void* ptr) {
+  std::lock_guard<std::mutex> lock(seg_mu_);
+  auto it = segments_.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it != segments_.end()) staging_free_.emplace(it->second.mapping.size(), ptr);
+}
+
+Status DaemonConnection::AcquireCompletion(uint32_t* slot) {
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  if (free_slots_.empty()) {
+    return Status::Exhausted("more than " + std::to_string(ipc::kCompletions) +
+                             " operations in flight in this process: wait for some before issuing more");
+  }
+  *slot = free_slots_.back();
+  free_slots_.pop_back();
+  completion(*slot).state.store(ipc::kPending, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+void DaemonConnection::ReleaseCompletion(uint32_t slot) {
+  completion(slot).state.store(ipc::kIdle, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  free_slots_.push_back(slot);
+}
+
+void DaemonConnection::Enqueue(const ipc::Descriptor& d) {
+  std::lock_guard<std::mutex> lock(ring_mu_);
+  ipc::RingControl* ctl = ring_view_.control;
+  const uint32_t tail = ctl->tail.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint32_t head = ctl->head.load(std::memory_order_acquire);
+    if (tail - head < ipc::kRingSlots) break;
+    RingDoorbell();  // make sure the daemon is draining
+    FutexWait(&ctl->head, head, 10'000'000);
+  }
+  std::memcpy(&ring_view_.slots[tail % ipc::kRingSlots], &d, sizeof d);
+  ctl->tail.store(tail + 1, std::memory_order_release);
+}
+
+void DaemonConnection::RingDoorbell() {
+  const uint64_t one = 1;
+  ssize_t n;
+  do {
+    n = ::write(doorbell_.get(), &one, sizeof one);
+  } while (n < 0 && errno == EINTR);
+}
+
+}  // namespace baton::client

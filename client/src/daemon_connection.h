@@ -1,0 +1,93 @@
+// DaemonConnection: this process's link to its local batond. One per
+// process, shared by all communicators: the control socket, the submission
+// ring, the completion slots and the shared-memory segments.
+#pragma once
+
+#include <cstdint>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/ipc_protocol.h"
+#include "common/mapping.h"
+#include "common/status.h"
+#include "common/unique_fd.h"
+
+namespace baton::client {
+
+class DaemonConnection {
+ public:
+  // The process's connection to the daemon at `socket_path`, created on
+  // first use. (A process normally talks to one daemon; tests that run
+  // several simulated nodes in one process talk to several.)
+  static Status Get(const std::string& socket_path, DaemonConnection** out);
+  // The first connection this process made, or a new one to `socket_path`.
+  static Status Default(const std::string& socket_path, DaemonConnection** out);
+  // Frees `ptr` on whichever connection allocated it.
+  static Status FreeAnywhere(void* ptr);
+
+  // A control request/reply round trip. `fds` receives any passed fds.
+  Status Call(void* request, size_t size, ipc::Reply* reply, std::vector<UniqueFd>* fds = nullptr);
+
+  // Shared memory.
+  Status Alloc(size_t size, void** ptr);
+  Status Free(void* ptr);
+  bool Owns(const void* ptr) const;
+  // The segment reference of [ptr, ptr+bytes) if it lies in one segment.
+  bool Lookup(const void* ptr, uint64_t bytes, ipc::BufferRef* ref) const;
+
+  // Staging buffers for pointers outside every segment (pooled).
+  Status AcquireStaging(uint64_t bytes, void** ptr);
+  void ReleaseStaging(void* ptr);
+
+  // Completion slots.
+  Status AcquireCompletion(uint32_t* slot);
+  void ReleaseCompletion(uint32_t slot);
+  ipc::Completion& completion(uint32_t slot) { return ring_view_.completions[slot]; }
+
+  // Writes `d` into the ring (waiting for space if it is full). The daemon
+  // looks at it after RingDoorbell.
+  void Enqueue(const ipc::Descriptor& d);
+  void RingDoorbell();
+
+ private:
+  struct Segment {
+    uint64_t id = 0;
+    Mapping mapping;
+  };
+
+  Status Connect(const std::string& socket_path);
+
+  UniqueFd socket_;
+  UniqueFd doorbell_;
+  Mapping ring_;
+  ipc::RingView ring_view_{};
+
+  // Several threads (ranks) of one process may have requests outstanding at
+  // once (a rendezvous waits for the others), so replies are matched by id:
+  // one waiting thread at a time reads the socket and hands replies out.
+  std::mutex send_mu_;
+  std::mutex reply_mu_;
+  std::condition_variable reply_cv_;
+  uint32_t next_request_ = 1;  // guarded by send_mu_
+  bool reader_active_ = false;
+  Status broken_;  // the connection failed; every call fails with this
+  struct Pending {
+    ipc::Reply reply;
+    std::vector<UniqueFd> fds;
+  };
+  std::map<uint32_t, Pending> replies_;
+
+  mutable std::mutex seg_mu_;
+  std::map<uintptr_t, Segment> segments_;                // by base address
+  std::multimap<uint64_t, void*> staging_free_;          // capacity -> buffer
+
+  std::mutex ring_mu_;
+  std::mutex slot_mu_;
+  std::vector<uint32_t> free_slots_;
+};
+
+}  // namespace baton::client

@@ -1,0 +1,117 @@
+#include "tests/local_cluster.h"
+
+#include <signal.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+extern char** environ;
+
+namespace baton::test {
+
+std::string BatondPath() {
+  if (const char* p = std::getenv("BATOND_PATH")) return p;
+  return BATON_BATOND_PATH;  // set by CMake
+}
+
+LocalCluster::LocalCluster(int nodes, std::vector<std::string> extra_args) {
+  char tmpl[] = "/tmp/baton-test-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    status_ = Status::Errno("mkdtemp", errno);
+    return;
+  }
+  dir_ = tmpl;
+  for (int n = 0; n < nodes && status_.ok(); ++n) status_ = StartNode(n, extra_args);
+}
+
+Status LocalCluster::StartNode(int node, const std::vector<std::string>& extra_args) {
+  const std::string sock = dir_ + "/node" + std::to_string(node) + ".sock";
+  const std::string ready = dir_ + "/node" + std::to_string(node) + ".ready";
+  const std::string log = dir_ + "/node" + std::to_string(node) + ".log";
+  std::vector<std::string> args = {BatondPath(), "--socket", sock, "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0",
+                                   "--node-name", "n" + std::to_string(node), "--ready-file", ready};
+  if (node > 0) {
+    args.push_back("--rendezvous");
+    args.push_back(rendezvous_);
+  }
+  for (const auto& a : extra_args) args.push_back(a);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return Status::Errno("spawning " + args[0], rc);
+  pids_.push_back(pid);
+  sockets_.push_back(sock);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!std::filesystem::exists(ready)) {
+    int wstatus = 0;
+    if (::waitpid(pid, &wstatus, WNOHANG) == pid) {
+      pids_.back() = -1;
+      std::ifstream in(log);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      return Status::Internal("batond for node " + std::to_string(node) + " exited: " + text);
+    }
+    if (std::chrono::steady_clock::now() > deadline) return Status::Timeout("batond did not become ready");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (node == 0) {
+    std::ifstream in(ready);
+    std::string data;
+    std::string grpc;
+    in >> data >> grpc;
+    rendezvous_ = grpc.substr(grpc.find('=') + 1);
+  }
+  return Status::Ok();
+}
+
+void LocalCluster::Kill(int node) {
+  if (pids_[node] > 0) {
+    ::kill(pids_[node], SIGKILL);
+    ::waitpid(pids_[node], nullptr, 0);
+    pids_[node] = -1;
+  }
+}
+
+bool LocalCluster::Alive(int node) {
+  if (pids_[node] <= 0) return false;
+  return ::waitpid(pids_[node], nullptr, WNOHANG) == 0;
+}
+
+LocalCluster::~LocalCluster() {
+  for (pid_t pid : pids_) {
+    if (pid > 0) ::kill(pid, SIGTERM);
+  }
+  for (pid_t& pid : pids_) {
+    if (pid <= 0) continue;
+    for (int i = 0; i < 200; ++i) {
+      if (::waitpid(pid, nullptr, WNOHANG) == pid) {
+        pid = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  if (!dir_.empty() && std::getenv("BATON_KEEP_TEST_DIR") == nullptr) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+}  // namespace baton::test

@@ -1,0 +1,46 @@
+// LocalCluster: real batond processes on this machine, one per simulated
+// node, each with its own Unix socket and loopback ports; node 0 serves
+// rendezvous. Stopped (SIGTERM, then SIGKILL) on destruction.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace baton::test {
+
+class LocalCluster {
+ public:
+  explicit LocalCluster(int nodes, std::vector<std::string> extra_args = {});
+  ~LocalCluster();
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+
+  const Status& status() const { return status_; }
+  int nodes() const { return static_cast<int>(sockets_.size()); }
+  const std::string& socket(int node) const { return sockets_[node]; }
+  const std::string& rendezvous() const { return rendezvous_; }
+  const std::string& dir() const { return dir_; }
+  pid_t pid(int node) const { return pids_[node]; }
+  // Kills one daemon (SIGKILL) to simulate a node failure.
+  void Kill(int node);
+  // True while the daemon process of `node` is running.
+  bool Alive(int node);
+
+ private:
+  Status StartNode(int node, const std::vector<std::string>& extra_args);
+
+  Status status_;
+  std::string dir_;
+  std::string rendezvous_;
+  std::vector<std::string> sockets_;
+  std::vector<pid_t> pids_;
+};
+
+// Path of the batond binary under test.
+std::string BatondPath();
+
+}  // namespace baton::test

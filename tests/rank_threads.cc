@@ -1,0 +1,45 @@
+#include "tests/rank_threads.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+namespace baton::test {
+
+std::string UniqueJob(const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  return prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_of_rank, const std::string& job,
+                     const std::function<void(int, baton_comm_t)>& body, double timeout_seconds) {
+  const int world = static_cast<int>(node_of_rank.size());
+  std::mutex mu;
+  std::string first_error;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      baton_config_t cfg = BATON_CONFIG_INITIALIZER;
+      cfg.job_id = job.c_str();
+      const std::string& sock = cluster.socket(node_of_rank[r]);
+      cfg.daemon_socket = sock.c_str();
+      cfg.rendezvous = cluster.rendezvous().c_str();
+      cfg.timeout_seconds = timeout_seconds;
+      baton_comm_t comm = nullptr;
+      baton_result_t rc = baton_comm_init_config(&comm, world, r, &cfg);
+      if (rc != baton_success) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.empty()) first_error = "rank " + std::to_string(r) + ": " + baton_get_last_error(nullptr);
+        return;
+      }
+      body(r, comm);
+      baton_comm_destroy(comm);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return first_error;
+}
+
+}  // namespace baton::test

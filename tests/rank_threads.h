@@ -1,0 +1,22 @@
+// RunRanks: runs one thread per rank against a LocalCluster, each with its
+// own communicator on the daemon of its node, and joins them.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "baton/baton.h"
+#include "tests/local_cluster.h"
+
+namespace baton::test {
+
+// node_of_rank[r]: the node (daemon) rank r talks to.
+// Returns the init error of the first rank that failed to init ("" if none).
+std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_of_rank, const std::string& job,
+                     const std::function<void(int rank, baton_comm_t comm)>& body, double timeout_seconds = 60);
+
+// A unique job id per call, so tests never collide in rendezvous.
+std::string UniqueJob(const std::string& prefix);
+
+}  // namespace baton::test
