@@ -8,10 +8,11 @@
 #include <mutex>
 
 #include "tests/rank_threads.h"
-#include "tests/reference.h"
+#include "collectives/reference.h"
 
 namespace baton::test {
 namespace {
+using namespace baton::reference;
 
 struct Layout {
   const char* name;
@@ -67,7 +68,8 @@ class CollectivesTest : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(CollectivesTest, MatrixMatchesReferenceElementByElement) {
   const Layout& layout = kLayouts[GetParam()];
-  LocalCluster cluster(layout.nodes);
+  auto cluster_ptr = StartCluster(layout.nodes);
+  LocalCluster& cluster = *cluster_ptr;
   ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   const int world = static_cast<int>(layout.node_of_rank.size());
   const auto ops = Matrix(world);

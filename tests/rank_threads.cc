@@ -8,6 +8,10 @@
 
 namespace baton::test {
 
+std::unique_ptr<LocalCluster> StartCluster(int nodes, std::vector<std::string> extra_args) {
+  return std::make_unique<LocalCluster>(BATON_BATOND_PATH, nodes, std::move(extra_args));
+}
+
 std::string UniqueJob(const std::string& prefix) {
   static std::atomic<int> counter{0};
   return prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);

@@ -3,13 +3,19 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "baton/baton.h"
-#include "tests/local_cluster.h"
+#include "tools/launcher/local_cluster.h"
 
 namespace baton::test {
+
+using launcher::LocalCluster;
+
+// A cluster of `nodes` daemons built from this tree's batond.
+std::unique_ptr<LocalCluster> StartCluster(int nodes, std::vector<std::string> extra_args = {});
 
 // node_of_rank[r]: the node (daemon) rank r talks to.
 // Returns the init error of the first rank that failed to init ("" if none).

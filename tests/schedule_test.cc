@@ -4,11 +4,12 @@
 
 #include <cstring>
 
-#include "tests/reference.h"
+#include "collectives/reference.h"
 #include "tests/schedule_simulator.h"
 
 namespace baton::test {
 namespace {
+using namespace baton::reference;
 
 struct LayoutCase {
   const char* name;

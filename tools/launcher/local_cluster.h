@@ -1,6 +1,7 @@
 // LocalCluster: real batond processes on this machine, one per simulated
 // node, each with its own Unix socket and loopback ports; node 0 serves
-// rendezvous. Stopped (SIGTERM, then SIGKILL) on destruction.
+// rendezvous. Stopped (SIGTERM, then SIGKILL) on destruction. Used by
+// baton-run and by the integration tests.
 #pragma once
 
 #include <sys/types.h>
@@ -10,11 +11,13 @@
 
 #include "common/status.h"
 
-namespace baton::test {
+namespace baton::launcher {
 
 class LocalCluster {
  public:
-  explicit LocalCluster(int nodes, std::vector<std::string> extra_args = {});
+  // Starts `nodes` daemons from the batond binary at `batond`. Daemon logs
+  // go to dir()/nodeN.log.
+  LocalCluster(const std::string& batond, int nodes, std::vector<std::string> extra_args = {});
   ~LocalCluster();
   LocalCluster(const LocalCluster&) = delete;
   LocalCluster& operator=(const LocalCluster&) = delete;
@@ -33,6 +36,7 @@ class LocalCluster {
  private:
   Status StartNode(int node, const std::vector<std::string>& extra_args);
 
+  std::string batond_;
   Status status_;
   std::string dir_;
   std::string rendezvous_;
@@ -40,7 +44,4 @@ class LocalCluster {
   std::vector<pid_t> pids_;
 };
 
-// Path of the batond binary under test.
-std::string BatondPath();
-
-}  // namespace baton::test
+}  // namespace baton::launcher

@@ -1,4 +1,4 @@
-#include "tests/local_cluster.h"
+#include "tools/launcher/local_cluster.h"
 
 #include <signal.h>
 #include <fcntl.h>
@@ -14,14 +14,10 @@
 
 extern char** environ;
 
-namespace baton::test {
+namespace baton::launcher {
 
-std::string BatondPath() {
-  if (const char* p = std::getenv("BATOND_PATH")) return p;
-  return BATON_BATOND_PATH;  // set by CMake
-}
-
-LocalCluster::LocalCluster(int nodes, std::vector<std::string> extra_args) {
+LocalCluster::LocalCluster(const std::string& batond, int nodes, std::vector<std::string> extra_args)
+    : batond_(batond) {
   char tmpl[] = "/tmp/baton-test-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) {
     status_ = Status::Errno("mkdtemp", errno);
@@ -35,7 +31,7 @@ Status LocalCluster::StartNode(int node, const std::vector<std::string>& extra_a
   const std::string sock = dir_ + "/node" + std::to_string(node) + ".sock";
   const std::string ready = dir_ + "/node" + std::to_string(node) + ".ready";
   const std::string log = dir_ + "/node" + std::to_string(node) + ".log";
-  std::vector<std::string> args = {BatondPath(), "--socket", sock, "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0",
+  std::vector<std::string> args = {batond_, "--socket", sock, "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0",
                                    "--node-name", "n" + std::to_string(node), "--ready-file", ready};
   if (node > 0) {
     args.push_back("--rendezvous");
@@ -114,4 +110,4 @@ LocalCluster::~LocalCluster() {
   }
 }
 
-}  // namespace baton::test
+}  // namespace baton::launcher

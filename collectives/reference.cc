@@ -1,4 +1,4 @@
-#include "tests/reference.h"
+#include "collectives/reference.h"
 
 #include <cstring>
 #include <string>
@@ -6,7 +6,7 @@
 #include "collectives/half.h"
 #include "collectives/reduce.h"
 
-namespace baton::test {
+namespace baton::reference {
 namespace {
 
 void Store(DataType dtype, int64_t v, uint8_t* p) {
@@ -121,4 +121,4 @@ int64_t FirstMismatch(DataType dtype, const Bytes& got, const Bytes& want, std::
   return -1;
 }
 
-}  // namespace baton::test
+}  // namespace baton::reference

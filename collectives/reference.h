@@ -1,6 +1,6 @@
-// Test data and reference results for collectives, computed the obvious way
-// (loop over ranks) so that schedules, the daemon and the client can be
-// checked element by element.
+// Reference data and results for collectives, computed the obvious way
+// (loop over ranks), so that schedules, the daemon, the client (tests) and
+// baton-bench (-c) can check results element by element.
 //
 // Inputs are small integers (|v| <= 5, products of 1s and 2s), exactly
 // representable in every data type and with exactly representable sums,
@@ -14,7 +14,7 @@
 
 #include "common/types.h"
 
-namespace baton::test {
+namespace baton::reference {
 
 using Bytes = std::vector<uint8_t>;
 
@@ -29,4 +29,4 @@ Bytes Expected(const OpSignature& sig, int nranks, int rank, const std::vector<B
 // Index of the first differing element, or -1. `out_msg` describes it.
 int64_t FirstMismatch(DataType dtype, const Bytes& got, const Bytes& want, std::string* out_msg);
 
-}  // namespace baton::test
+}  // namespace baton::reference

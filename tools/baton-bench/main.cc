@@ -1,0 +1,279 @@
+// baton-bench: an nccl-tests-style sweep of one collective. Run every rank
+// under baton-run:
+//   baton-run --nodes 2 --ranks-per-node 2 -- baton-bench allreduce -b 8 -e 64M -f 4
+//
+// Columns follow nccl-tests: size is the operation's size in bytes as
+// nccl-tests defines it per collective; time is the mean over -n iterations
+// (the slowest rank's mean); algbw = size / time; busbw = algbw * factor,
+// the factor that makes busbw comparable to the link speed (2(n-1)/n for
+// allreduce, (n-1)/n for allgather/reducescatter/alltoall/gather/scatter,
+// 1 for broadcast/reduce/sendrecv). #wrong counts elements that differ
+// from the exactly predictable reference (collectives/reference.h).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "baton/baton.h"
+#include "collectives/reference.h"
+#include "common/types.h"
+
+namespace {
+
+using baton::Collective;
+using baton::DataType;
+using baton::OpSignature;
+using baton::RedOp;
+
+const char* kUsage = R"(usage: baton-bench COLLECTIVE [options]   (run under baton-run)
+
+COLLECTIVE: allreduce broadcast reduce allgather reducescatter scatter gather
+            alltoall sendrecv
+options:
+  -b MIN      smallest size (bytes; K/M/G suffixes)     default 8
+  -e MAX      largest size                             default 64M
+  -f FACTOR   size multiplier between rows             default 2
+  -n ITERS    timed iterations per size                default 20
+  -w WARMUP   untimed iterations per size              default 5
+  -c CHECK    1: check results against the reference   default 1
+  -d DTYPE    int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32 float64 (default float32)
+  -o OP       sum prod min max avg                     default sum
+  -r ROOT     root rank for rooted collectives         default 0
+  --json FILE write the rows as JSON
+)";
+
+bool ParseBytes(const std::string& s, uint64_t* out) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || v < 0) return false;
+  std::string suffix(end);
+  double mult = 1;
+  if (suffix == "K" || suffix == "k") mult = 1024;
+  else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty()) return false;
+  *out = static_cast<uint64_t>(v * mult);
+  return true;
+}
+
+void Die(const char* what, baton_comm_t comm) {
+  std::fprintf(stderr, "baton-bench: %s: %s\n", what, baton_get_last_error(comm));
+  std::exit(1);
+}
+
+struct Row {
+  uint64_t size;
+  uint64_t count;
+  double time_us;
+  double algbw;
+  double busbw;
+  uint64_t wrong;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string coll_name = argv[1];
+  const bool sendrecv = coll_name == "sendrecv";
+  auto parsed = baton::ParseCollective(coll_name);
+  if (!sendrecv && (!parsed || *parsed == Collective::kSend || *parsed == Collective::kRecv ||
+                    *parsed == Collective::kBarrier || *parsed == Collective::kSplit)) {
+    std::fprintf(stderr, "baton-bench: unknown collective '%s'\n%s", coll_name.c_str(), kUsage);
+    return 2;
+  }
+  const Collective coll = sendrecv ? Collective::kSend : *parsed;
+  uint64_t min_bytes = 8, max_bytes = 64ull << 20;
+  double factor = 2;
+  int iters = 20, warmup = 5, check = 1, root = 0;
+  DataType dtype = DataType::kFloat32;
+  RedOp op = RedOp::kSum;
+  std::string json;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "baton-bench: %s needs a value\n", a.c_str());
+      return 2;
+    }
+    std::string v = argv[++i];
+    bool ok = true;
+    if (a == "-b") ok = ParseBytes(v, &min_bytes);
+    else if (a == "-e") ok = ParseBytes(v, &max_bytes);
+    else if (a == "-f") ok = (factor = std::atof(v.c_str())) > 1;
+    else if (a == "-n") ok = (iters = std::atoi(v.c_str())) > 0;
+    else if (a == "-w") ok = (warmup = std::atoi(v.c_str())) >= 0;
+    else if (a == "-c") check = std::atoi(v.c_str());
+    else if (a == "-r") root = std::atoi(v.c_str());
+    else if (a == "-d") { auto t = baton::ParseDataType(v); ok = t.has_value(); if (ok) dtype = *t; }
+    else if (a == "-o") { auto o = baton::ParseRedOp(v); ok = o.has_value(); if (ok) op = *o; }
+    else if (a == "--json") json = v;
+    else ok = false;
+    if (!ok) {
+      std::fprintf(stderr, "baton-bench: bad option %s %s\n%s", a.c_str(), v.c_str(), kUsage);
+      return 2;
+    }
+  }
+
+  baton_comm_t comm = nullptr;
+  if (baton_comm_init_from_env(&comm) != baton_success) Die("init", comm);
+  int rank = 0, world = 0;
+  baton_comm_user_rank(comm, &rank);
+  baton_comm_count(comm, &world);
+  if (root < 0 || root >= world) root = 0;
+  const uint64_t es = baton::DataTypeSize(dtype);
+  const auto bt = static_cast<baton_datatype_t>(dtype);
+  const auto bop = static_cast<baton_redop_t>(op);
+  const uint64_t n = static_cast<uint64_t>(world);
+
+  // Per collective: elements per "count", the size nccl-tests reports, and the busbw factor.
+  auto count_for = [&](uint64_t size) -> uint64_t {
+    switch (coll) {
+      case Collective::kAllGather: case Collective::kReduceScatter: case Collective::kAllToAll:
+      case Collective::kGather: case Collective::kScatter:
+        return size / es / n;
+      default:
+        return size / es;
+    }
+  };
+  double bus_factor = 1;
+  switch (coll) {
+    case Collective::kAllReduce: bus_factor = 2.0 * (world - 1) / world; break;
+    case Collective::kAllGather: case Collective::kReduceScatter: case Collective::kAllToAll:
+    case Collective::kGather: case Collective::kScatter: bus_factor = double(world - 1) / world; break;
+    default: bus_factor = 1;
+  }
+  // Buffers: the largest vector any rank needs.
+  const uint64_t max_count = count_for(max_bytes) ? count_for(max_bytes) : 1;
+  const uint64_t buf_bytes = std::max<uint64_t>(max_count * es * n, 64);
+  void* sbuf = nullptr;
+  void* rbuf = nullptr;
+  if (baton_mem_alloc(&sbuf, buf_bytes) != baton_success || baton_mem_alloc(&rbuf, buf_bytes) != baton_success) {
+    Die("baton_mem_alloc", comm);
+  }
+  std::memset(sbuf, 0, buf_bytes);
+
+  auto run_once = [&](uint64_t count) -> baton_result_t {
+    switch (coll) {
+      case Collective::kAllReduce: return baton_allreduce(sbuf, rbuf, count, bt, bop, comm, nullptr);
+      case Collective::kBroadcast: return baton_broadcast(sbuf, rbuf, count, bt, root, comm, nullptr);
+      case Collective::kReduce: return baton_reduce(sbuf, rbuf, count, bt, bop, root, comm, nullptr);
+      case Collective::kAllGather: return baton_allgather(sbuf, rbuf, count, bt, comm, nullptr);
+      case Collective::kReduceScatter: return baton_reducescatter(sbuf, rbuf, count, bt, bop, comm, nullptr);
+      case Collective::kScatter: return baton_scatter(sbuf, rbuf, count, bt, root, comm, nullptr);
+      case Collective::kGather: return baton_gather(sbuf, rbuf, count, bt, root, comm, nullptr);
+      case Collective::kAllToAll: return baton_alltoall(sbuf, rbuf, count, bt, comm, nullptr);
+      default: {  // sendrecv: a ring of sends, like nccl-tests' sendrecv
+        baton_group_start();
+        baton_send(sbuf, count, bt, (rank + 1) % world, comm, nullptr);
+        baton_recv(rbuf, count, bt, (rank - 1 + world) % world, comm, nullptr);
+        return baton_group_end();
+      }
+    }
+  };
+
+  // Checks one run on pattern data against the reference; returns wrong elements.
+  auto check_once = [&](uint64_t count) -> uint64_t {
+    namespace ref = baton::reference;
+    OpSignature sig{coll, dtype, op, baton::HasRoot(coll) ? root : -1, count};
+    std::vector<ref::Bytes> sends(world);
+    for (int r = 0; r < world; ++r) {
+      if (sendrecv) {
+        sends[r].resize(count * es);
+        ref::FillPattern(dtype, op, r, 0, count, sends[r].data());
+      } else {
+        sends[r] = ref::MakeSendBuffer(sig, world, r);
+      }
+    }
+    std::memcpy(sbuf, sends[rank].data(), sends[rank].size());
+    if (run_once(count) != baton_success) Die(coll_name.c_str(), comm);
+    ref::Bytes want = sendrecv ? sends[(rank - 1 + world) % world] : ref::Expected(sig, world, rank, sends);
+    const auto* got = static_cast<const uint8_t*>(rbuf);
+    uint64_t wrong = 0;
+    for (uint64_t e = 0; e < want.size() / es; ++e) {
+      if (std::memcmp(got + e * es, want.data() + e * es, es) != 0) ++wrong;
+    }
+    return wrong;
+  };
+
+  if (rank == 0) {
+    std::printf("# baton-bench %s: %d ranks, dtype %s, op %s, %d iterations (+%d warmup)\n", coll_name.c_str(), world,
+                baton::DataTypeName(dtype), baton::RedOpName(op), iters, warmup);
+    std::printf("#%13s %13s %9s %7s %6s %11s %9s %9s %7s\n", "size", "count", "type", "redop", "root", "time",
+                "algbw", "busbw", "#wrong");
+    std::printf("#%13s %13s %9s %7s %6s %11s %9s %9s %7s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
+                "(GB/s)", "");
+  }
+  std::vector<Row> rows;
+  double bus_sum = 0;
+  for (double s = static_cast<double>(min_bytes); s <= static_cast<double>(max_bytes); s *= factor) {
+    const uint64_t count = count_for(static_cast<uint64_t>(s));
+    const uint64_t size = (coll == Collective::kAllGather || coll == Collective::kReduceScatter ||
+                           coll == Collective::kAllToAll || coll == Collective::kGather ||
+                           coll == Collective::kScatter)
+                              ? count * es * n
+                              : count * es;
+    for (int w = 0; w < warmup; ++w) {
+      if (run_once(count) != baton_success) Die(coll_name.c_str(), comm);
+    }
+    baton_barrier(comm, nullptr);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int it = 0; it < iters; ++it) {
+      if (run_once(count) != baton_success) Die(coll_name.c_str(), comm);
+    }
+    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+    // Report the slowest rank's time, and the total of wrong elements.
+    double slowest = 0;
+    if (baton_allreduce(&us, &slowest, 1, baton_float64, baton_max, comm, nullptr) != baton_success) {
+      Die("allreduce of timings", comm);
+    }
+    uint64_t wrong = check ? check_once(count) : 0;
+    uint64_t total_wrong = 0;
+    if (baton_allreduce(&wrong, &total_wrong, 1, baton_uint64, baton_sum, comm, nullptr) != baton_success) {
+      Die("allreduce of #wrong", comm);
+    }
+    const double algbw = slowest > 0 ? static_cast<double>(size) / (slowest * 1e3) : 0;  // GB/s
+    const double busbw = algbw * bus_factor;
+    bus_sum += busbw;
+    rows.push_back({size, count, slowest, algbw, busbw, total_wrong});
+    if (rank == 0) {
+      std::printf(" %13llu %13llu %9s %7s %6d %11.2f %9.3f %9.3f %7llu\n", static_cast<unsigned long long>(size),
+                  static_cast<unsigned long long>(count), baton::DataTypeName(dtype),
+                  baton::IsReduction(coll) ? baton::RedOpName(op) : "none", baton::HasRoot(coll) ? root : -1,
+                  slowest, algbw, busbw, static_cast<unsigned long long>(total_wrong));
+      std::fflush(stdout);
+    }
+  }
+  uint64_t all_wrong = 0;
+  for (const Row& r : rows) all_wrong += r.wrong;
+  if (rank == 0) {
+    std::printf("# Out of bounds values : %llu %s\n", static_cast<unsigned long long>(all_wrong),
+                all_wrong ? "FAILED" : "OK");
+    std::printf("# Avg bus bandwidth    : %.3f\n", rows.empty() ? 0.0 : bus_sum / rows.size());
+    if (!json.empty()) {
+      FILE* f = std::fopen(json.c_str(), "w");
+      if (f == nullptr) {
+        std::perror("baton-bench: --json");
+        return 1;
+      }
+      std::fprintf(f, "{\"collective\": \"%s\", \"ranks\": %d, \"dtype\": \"%s\", \"op\": \"%s\", \"rows\": [",
+                   coll_name.c_str(), world, baton::DataTypeName(dtype), baton::RedOpName(op));
+      for (size_t k = 0; k < rows.size(); ++k) {
+        std::fprintf(f, "%s\n  {\"size\": %llu, \"count\": %llu, \"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, "
+                     "\"wrong\": %llu}", k ? "," : "", static_cast<unsigned long long>(rows[k].size),
+                     static_cast<unsigned long long>(rows[k].count), rows[k].time_us, rows[k].algbw, rows[k].busbw,
+                     static_cast<unsigned long long>(rows[k].wrong));
+      }
+      std::fprintf(f, "\n]}\n");
+      std::fclose(f);
+    }
+  }
+  baton_mem_free(sbuf);
+  baton_mem_free(rbuf);
+  baton_comm_destroy(comm);
+  return all_wrong ? 1 : 0;
+}

@@ -1,0 +1,280 @@
+// baton-run: a one-machine launcher. Starts N daemons (simulated nodes) and
+// R ranks per node, wires up their environment, forwards their output with
+// rank prefixes, and cleans everything up.
+//
+//   baton-run --nodes 2 --ranks-per-node 2 -- build/bin/baton-bench allreduce
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tools/launcher/local_cluster.h"
+
+extern char** environ;
+
+namespace {
+
+const char* kUsage = R"(usage: baton-run [options] -- PROGRAM [ARGS...]
+
+Runs PROGRAM as every rank of a Baton job on this machine: starts one batond
+per simulated node, then ranks-per-node copies of PROGRAM attached to each.
+
+options:
+  --nodes N            simulated nodes, one daemon each (default 1)
+  --ranks-per-node R   ranks attached to each daemon (default 1)
+  --job ID             job id (default: baton-run-<pid>)
+  --batond PATH        daemon binary (default: batond next to baton-run)
+  --daemon-arg ARG     extra argument for every batond (repeatable)
+  --grace SECONDS      after a rank fails, how long the others get to exit
+                       on their own before they are killed (default 30)
+  --keep               keep the working directory (daemon logs) afterwards
+  --help               this text
+
+Each rank gets BATON_RANK, BATON_WORLD_SIZE, BATON_LOCAL_RANK,
+BATON_LOCAL_SIZE, BATON_NODE_RANK, BATON_SOCKET, BATON_RENDEZVOUS,
+BATON_JOB_ID and BATON_JOB_SECRET. The exit status is 0 only if every rank
+exited 0 and every daemon survived.
+)";
+
+struct Rank {
+  int rank = 0;
+  pid_t pid = -1;
+  int out_fd = -1;
+  int err_fd = -1;
+  std::string out_buf;
+  std::string err_buf;
+  int status = -1;
+};
+
+std::string SelfDir() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "." : p.parent_path().string();
+}
+
+std::string RandomSecret() {
+  std::random_device rd;
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  return buf;
+}
+
+// Writes complete lines of `buf` with the rank prefix; keeps the partial tail.
+void FlushLines(std::string& buf, int rank, FILE* out, bool all) {
+  size_t start = 0;
+  for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
+    std::fprintf(out, "[rank %d] %.*s\n", rank, static_cast<int>(nl - start), buf.data() + start);
+  }
+  buf.erase(0, start);
+  if (all && !buf.empty()) {
+    std::fprintf(out, "[rank %d] %s\n", rank, buf.c_str());
+    buf.clear();
+  }
+  std::fflush(out);
+}
+
+volatile sig_atomic_t g_interrupted = 0;
+void OnSignal(int) { g_interrupted = 1; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int nodes = 1;
+  int per_node = 1;
+  double grace = 30;
+  bool keep = false;
+  std::string job = "baton-run-" + std::to_string(::getpid());
+  std::string batond = SelfDir() + "/batond";
+  std::vector<std::string> daemon_args;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "baton-run: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--") {
+      ++i;
+      break;
+    } else if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--nodes") {
+      nodes = std::atoi(value().c_str());
+    } else if (a == "--ranks-per-node") {
+      per_node = std::atoi(value().c_str());
+    } else if (a == "--job") {
+      job = value();
+    } else if (a == "--batond") {
+      batond = value();
+    } else if (a == "--daemon-arg") {
+      daemon_args.push_back(value());
+    } else if (a == "--grace") {
+      grace = std::atof(value().c_str());
+    } else if (a == "--keep") {
+      keep = true;
+    } else {
+      std::fprintf(stderr, "baton-run: unknown option '%s' (see --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  if (i >= argc) {
+    std::fprintf(stderr, "baton-run: no program given (baton-run [options] -- PROGRAM ARGS...)\n");
+    return 2;
+  }
+  if (nodes < 1 || per_node < 1 || nodes * per_node > 4096) {
+    std::fprintf(stderr, "baton-run: --nodes and --ranks-per-node must be >= 1 (and at most 4096 ranks)\n");
+    return 2;
+  }
+  if (keep) ::setenv("BATON_KEEP_TEST_DIR", "1", 1);
+  ::signal(SIGINT, OnSignal);
+  ::signal(SIGTERM, OnSignal);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  baton::launcher::LocalCluster cluster(batond, nodes, daemon_args);
+  if (!cluster.status().ok()) {
+    std::fprintf(stderr, "baton-run: starting daemons failed: %s\n", cluster.status().ToString().c_str());
+    return 1;
+  }
+  const int world = nodes * per_node;
+  const std::string secret = RandomSecret();
+  std::vector<Rank> ranks(world);
+  for (int n = 0; n < nodes; ++n) {
+    for (int l = 0; l < per_node; ++l) {
+      Rank& r = ranks[n * per_node + l];
+      r.rank = n * per_node + l;
+      std::vector<std::string> env;
+      for (char** e = environ; *e; ++e) {
+        if (std::strncmp(*e, "BATON_", 6) != 0 || std::strncmp(*e, "BATON_DEBUG", 11) == 0 ||
+            std::strncmp(*e, "BATON_ALGO", 10) == 0 || std::strncmp(*e, "BATON_TIMEOUT", 13) == 0) {
+          env.emplace_back(*e);
+        }
+      }
+      env.push_back("BATON_RANK=" + std::to_string(r.rank));
+      env.push_back("BATON_WORLD_SIZE=" + std::to_string(world));
+      env.push_back("BATON_LOCAL_RANK=" + std::to_string(l));
+      env.push_back("BATON_LOCAL_SIZE=" + std::to_string(per_node));
+      env.push_back("BATON_NODE_RANK=" + std::to_string(n));
+      env.push_back("BATON_SOCKET=" + cluster.socket(n));
+      env.push_back("BATON_RENDEZVOUS=" + cluster.rendezvous());
+      env.push_back("BATON_JOB_ID=" + job);
+      env.push_back("BATON_JOB_SECRET=" + secret);
+      std::vector<char*> envp;
+      for (auto& e : env) envp.push_back(e.data());
+      envp.push_back(nullptr);
+      int out[2];
+      int err[2];
+      if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+        std::perror("baton-run: pipe");
+        return 1;
+      }
+      posix_spawn_file_actions_t fa;
+      posix_spawn_file_actions_init(&fa);
+      posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+      posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+      int rc = posix_spawnp(&r.pid, argv[i], &fa, nullptr, argv + i, envp.data());
+      posix_spawn_file_actions_destroy(&fa);
+      ::close(out[1]);
+      ::close(err[1]);
+      if (rc != 0) {
+        std::fprintf(stderr, "baton-run: cannot start %s: %s\n", argv[i], std::strerror(rc));
+        return 1;
+      }
+      r.out_fd = out[0];
+      r.err_fd = err[0];
+    }
+  }
+
+  // Forward output and reap ranks.
+  int running = world;
+  int failures = 0;
+  auto first_failure = std::chrono::steady_clock::time_point::max();
+  bool killed = false;
+  while (running > 0) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<int, bool>> owners;  // (rank index, is_err)
+    for (int r = 0; r < world; ++r) {
+      if (ranks[r].out_fd >= 0) {
+        fds.push_back({ranks[r].out_fd, POLLIN, 0});
+        owners.push_back({r, false});
+      }
+      if (ranks[r].err_fd >= 0) {
+        fds.push_back({ranks[r].err_fd, POLLIN, 0});
+        owners.push_back({r, true});
+      }
+    }
+    if (!fds.empty()) ::poll(fds.data(), fds.size(), 100);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Rank& r = ranks[owners[k].first];
+      const bool is_err = owners[k].second;
+      char buf[65536];
+      ssize_t n = ::read(fds[k].fd, buf, sizeof buf);
+      std::string& acc = is_err ? r.err_buf : r.out_buf;
+      if (n > 0) {
+        acc.append(buf, static_cast<size_t>(n));
+        FlushLines(acc, r.rank, is_err ? stderr : stdout, false);
+      } else {
+        FlushLines(acc, r.rank, is_err ? stderr : stdout, true);
+        ::close(fds[k].fd);
+        (is_err ? r.err_fd : r.out_fd) = -1;
+      }
+    }
+    for (auto& r : ranks) {
+      if (r.pid <= 0 || r.status != -1) continue;
+      int st = 0;
+      if (::waitpid(r.pid, &st, WNOHANG) == r.pid) {
+        r.status = st;
+        --running;
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+          ++failures;
+          if (failures == 1) first_failure = std::chrono::steady_clock::now();
+          if (WIFSIGNALED(st)) {
+            std::fprintf(stderr, "baton-run: rank %d killed by signal %d\n", r.rank, WTERMSIG(st));
+          } else {
+            std::fprintf(stderr, "baton-run: rank %d exited with status %d\n", r.rank, WEXITSTATUS(st));
+          }
+        }
+      }
+    }
+    for (int n = 0; n < nodes; ++n) {
+      if (!cluster.Alive(n) && failures == 0) {
+        std::fprintf(stderr, "baton-run: daemon of node %d died (log: %s/node%d.log)\n", n, cluster.dir().c_str(), n);
+        ++failures;
+        first_failure = std::chrono::steady_clock::now();
+      }
+    }
+    const bool grace_over = failures > 0 && std::chrono::steady_clock::now() - first_failure >
+                                                std::chrono::duration<double>(grace);
+    if ((grace_over || g_interrupted) && !killed) {
+      for (auto& r : ranks) {
+        if (r.status == -1 && r.pid > 0) ::kill(r.pid, SIGKILL);
+      }
+      killed = true;
+      if (g_interrupted) ++failures;
+    }
+  }
+  if (failures > 0) {
+    std::fprintf(stderr, "baton-run: %d failure(s); daemon logs in %s%s\n", failures, cluster.dir().c_str(),
+                 keep ? "" : " (removed; use --keep to keep them)");
+    return 1;
+  }
+  return 0;
+}
