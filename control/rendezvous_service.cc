@@ -93,10 +93,10 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const baton::v1::
   if (!p.complete) {
     // Leave so that a retry of this rank can join again.
     const std::string missing = MissingRanks(p.ranks);
+    const uint32_t joined = p.joined;  // including this rank
+    const uint32_t world = p.world_size;
     p.ranks[req->rank()].reset();
     --p.joined;
-    const uint32_t joined = p.joined;
-    const uint32_t world = p.world_size;
     if (p.joined == 0) pending_.erase(key);
     if (shutdown_) return {grpc::StatusCode::UNAVAILABLE, "rendezvous service shutting down"};
     return {grpc::StatusCode::DEADLINE_EXCEEDED,

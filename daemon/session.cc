@@ -352,16 +352,20 @@ void Session::DrainRing() {
     consumed = true;
     if (d.completion >= ipc::kCompletions) return Close("descriptor names completion slot out of range");
     LocalOp op;
-    Status st = Validate(d, &op);
+    Membership m;
+    Status st = Validate(d, &op, &m);
     if (!st.ok()) {
       BATON_DEBUG(kClient, "client {}: rejected descriptor: {}", Who(), st.ToString());
       Complete(d.completion, st);
+      // The other ranks of a collective would wait for this one forever:
+      // fail the communicator for all of them, saying why.
+      const bool p2p = d.collective == static_cast<uint32_t>(Collective::kSend) ||
+                       d.collective == static_cast<uint32_t>(Collective::kRecv);
+      if (m.comm && !p2p) {
+        m.comm->Abort(Status(st.code(), "rank " + std::to_string(m.rank) + " (" + Who() + ") submitted an invalid op #" +
+                                            std::to_string(d.seq) + ": " + st.message()));
+      }
       continue;
-    }
-    Membership m;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      m = comms_.at(d.comm);
     }
     m.comm->Submit(std::move(op));
   }
@@ -394,8 +398,7 @@ Status Session::ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const c
   return Status::Ok();
 }
 
-Status Session::Validate(const ipc::Descriptor& d, LocalOp* op) {
-  Membership m;
+Status Session::Validate(const ipc::Descriptor& d, LocalOp* op, Membership* membership) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = comms_.find(d.comm);
@@ -403,8 +406,9 @@ Status Session::Validate(const ipc::Descriptor& d, LocalOp* op) {
       return Status::InvalidArgument("unknown communicator handle " + std::to_string(d.comm) +
                                      " (destroyed, or never created in this process)");
     }
-    m = it->second;
+    *membership = it->second;
   }
+  const Membership& m = *membership;
   if (!IsValidCollective(d.collective) || d.collective == static_cast<uint32_t>(Collective::kSplit)) {
     return Status::InvalidArgument("unknown collective " + std::to_string(d.collective));
   }

@@ -61,7 +61,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void WaitDoorbell();
   void DrainRing();
-  Status Validate(const ipc::Descriptor& d, LocalOp* op);
+  Status Validate(const ipc::Descriptor& d, LocalOp* op, Membership* membership);
   Status ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const char* which, uint8_t** ptr,
                        std::shared_ptr<Mapping>* hold);
 

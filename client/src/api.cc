@@ -104,7 +104,8 @@ baton_result_t WaitRequest(baton_request* req, int timeout_ms) {
   std::string message = c.message;
   if (code == baton_success) {
     for (const auto& co : req->copy_out) std::memcpy(co.user, co.staged, co.bytes);
-  } else {
+  } else if (code != baton_invalid_argument && code != baton_resource_exhausted) {
+    // Errors that failed the communicator (not just this call) stick.
     int expected = baton_success;
     req->comm->async_error.compare_exchange_strong(expected, code);
   }
