@@ -362,8 +362,8 @@ void Session::DrainRing() {
       const bool p2p = d.collective == static_cast<uint32_t>(Collective::kSend) ||
                        d.collective == static_cast<uint32_t>(Collective::kRecv);
       if (m.comm && !p2p) {
-        m.comm->Abort(Status(st.code(), "rank " + std::to_string(m.rank) + " (" + Who() + ") submitted an invalid op #" +
-                                            std::to_string(d.seq) + ": " + st.message()));
+        m.comm->Abort(Status::Aborted("rank " + std::to_string(m.rank) + " (" + Who() + ") submitted an invalid op #" +
+                                      std::to_string(d.seq) + ": " + st.message()));
       }
       continue;
     }

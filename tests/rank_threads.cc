@@ -18,7 +18,7 @@ std::string UniqueJob(const std::string& prefix) {
 }
 
 std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_of_rank, const std::string& job,
-                     const std::function<void(int, baton_comm_t)>& body, double timeout_seconds) {
+                     const std::function<void(int, baton_comm_t)>& body, double timeout_seconds, bool destroy) {
   const int world = static_cast<int>(node_of_rank.size());
   std::mutex mu;
   std::string first_error;
@@ -39,7 +39,7 @@ std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_o
         return;
       }
       body(r, comm);
-      baton_comm_destroy(comm);
+      if (destroy) baton_comm_destroy(comm);
     });
   }
   for (auto& t : threads) t.join();

@@ -19,8 +19,10 @@ std::unique_ptr<LocalCluster> StartCluster(int nodes, std::vector<std::string> e
 
 // node_of_rank[r]: the node (daemon) rank r talks to.
 // Returns the init error of the first rank that failed to init ("" if none).
+// With destroy == false the body owns the communicator (destroys or aborts it).
 std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_of_rank, const std::string& job,
-                     const std::function<void(int rank, baton_comm_t comm)>& body, double timeout_seconds = 60);
+                     const std::function<void(int rank, baton_comm_t comm)>& body, double timeout_seconds = 60,
+                     bool destroy = true);
 
 // A unique job id per call, so tests never collide in rendezvous.
 std::string UniqueJob(const std::string& prefix);
