@@ -53,11 +53,30 @@ void P2pLink::FailAll(const Status& st) {
   unexpected_.clear();
 }
 
+void P2pLink::PeerClosed(int node) {
+  // The peer's communicator is gone (its ranks left, or it failed). What it
+  // sent before closing is still buffered here and can be received; waiting
+  // for more from its ranks would wait forever.
+  Peer& p = peers_[node];
+  p.closed = Status::Remote("point-to-point connection to node " + node_names_[node] +
+                            " closed: its ranks left the communicator or its daemon failed");
+  boost::system::error_code ignored;
+  if (p.socket) p.socket->close(ignored);
+  for (auto& op : p.sends) op.Finish(p.closed);
+  p.sends.clear();
+  for (auto& [pair, q] : posted_) {
+    if (node_of_rank_[pair.first] != node) continue;
+    for (auto& op : q) op.Finish(p.closed);
+    q.clear();
+  }
+}
+
 void P2pLink::Send(LocalOp op) {
   asio::post(io_, [this, op = std::move(op)]() mutable {
     if (!failed_.ok()) return op.Finish(failed_);
     const int node = node_of_rank_[op.sig.root];
     Peer& p = peers_[node];
+    if (!p.closed.ok()) return op.Finish(p.closed);
     p.sends.push_back(std::move(op));
     if (p.sends.size() == 1) WriteNext(node);
   });
@@ -73,9 +92,7 @@ void P2pLink::WriteNext(int node) {
                                          asio::buffer(op.bufs.send, op.bufs.send_bytes)};
   asio::async_write(*p.socket, bufs, [this, node](const boost::system::error_code& ec, size_t) {
     if (ec) {
-      if (ec != asio::error::operation_aborted) {
-        FailAll(Status::Remote("send to node " + node_names_[node] + " failed: " + ec.message()));
-      }
+      if (ec != asio::error::operation_aborted) PeerClosed(node);
       return;
     }
     Peer& peer = peers_[node];
@@ -100,10 +117,7 @@ void P2pLink::ReadHeader(int node) {
   asio::async_read(*p.socket, asio::buffer(&p.in, sizeof p.in), [this, node](const boost::system::error_code& ec,
                                                                               size_t) {
     if (ec) {
-      if (ec != asio::error::operation_aborted && failed_.ok()) {
-        FailAll(Status::Remote("point-to-point connection to node " + node_names_[node] +
-                               " closed: that daemon failed or aborted the communicator"));
-      }
+      if (ec != asio::error::operation_aborted && failed_.ok()) PeerClosed(node);
       return;
     }
     Peer& peer = peers_[node];
@@ -124,7 +138,7 @@ void P2pLink::ReadHeader(int node) {
                          [this, node, op](const boost::system::error_code& rec, size_t) {
                            if (rec) {
                              op->Finish(Status::Remote("receive from node " + node_names_[node] + " failed"));
-                             if (rec != asio::error::operation_aborted) FailAll(Status::Remote("connection lost"));
+                             if (rec != asio::error::operation_aborted) PeerClosed(node);
                              return;
                            }
                            op->Finish(Status::Ok());
@@ -136,7 +150,11 @@ void P2pLink::ReadHeader(int node) {
       peer.sink.resize(h.bytes);
       asio::async_read(*peer.socket, asio::buffer(peer.sink), [this, node](const boost::system::error_code& rec,
                                                                            size_t) {
-        if (!rec) ReadHeader(node);
+        if (rec) {
+          if (rec != asio::error::operation_aborted) PeerClosed(node);
+          return;
+        }
+        ReadHeader(node);
       });
       return;
     }
@@ -145,7 +163,7 @@ void P2pLink::ReadHeader(int node) {
     asio::async_read(*peer.socket, asio::buffer(un->payload), [this, node, un](const boost::system::error_code& rec,
                                                                                size_t) {
       if (rec) {
-        if (rec != asio::error::operation_aborted) FailAll(Status::Remote("connection lost"));
+        if (rec != asio::error::operation_aborted) PeerClosed(node);
         return;
       }
       // A receive may have been posted while the payload was arriving.
@@ -177,6 +195,8 @@ void P2pLink::Recv(LocalOp op) {
       if (st.ok() && !msg.payload.empty()) std::memcpy(op.bufs.recv, msg.payload.data(), msg.payload.size());
       return op.Finish(st);
     }
+    const Status& closed = peers_[node_of_rank_[op.sig.root]].closed;
+    if (!closed.ok()) return op.Finish(closed);
     posted_[pair].push_back(std::move(op));
   });
 }

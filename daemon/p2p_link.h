@@ -45,12 +45,14 @@ class P2pLink {
     tcp::P2pHeader out{};
     tcp::P2pHeader in{};
     std::vector<uint8_t> sink;  // payload of a message whose receive failed
+    Status closed;              // set once the connection ended
   };
   using Pair = std::pair<int, int>;  // (src rank, dst rank)
 
   void WriteNext(int node);
   void ReadHeader(int node);
   void FailAll(const Status& st);
+  void PeerClosed(int node);
   static Status CheckSizes(const tcp::P2pHeader& h, const LocalOp& recv);
 
   std::vector<int> node_of_rank_;
