@@ -1,6 +1,7 @@
 #include "daemon/communicator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "common/logging.h"
@@ -17,6 +18,12 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+std::string Seconds(std::chrono::milliseconds ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms.count()) / 1000.0);
+  return buf;
 }
 
 std::string RankList(const std::vector<int>& ranks) {
@@ -91,8 +98,11 @@ void Communicator::Submit(LocalOp op) {
   }
   ++next_seq_[idx];
   auto& slot = pending_[op.seq];
-  if (slot.empty()) slot.resize(local_ranks_.size());
-  slot[idx] = std::move(op);
+  if (slot.ops.empty()) {
+    slot.ops.resize(local_ranks_.size());
+    slot.first_arrival = std::chrono::steady_clock::now();
+  }
+  slot.ops[idx] = std::move(op);
   cv_.notify_all();
 }
 
@@ -155,9 +165,14 @@ void Communicator::Detach(int rank, const Status& reason) {
 }
 
 void Communicator::FailAllLocked(const Status& st) {
-  for (auto& [seq, ops] : pending_) {
-    for (auto& op : ops) {
-      if (op) op->Finish(st);
+  for (auto& [seq, p] : pending_) {
+    for (auto& op : p.ops) {
+      if (!op) continue;
+      if (op->on_split) {
+        op->on_split(st, nullptr, -1, 0);
+      } else {
+        op->Finish(st);
+      }
     }
   }
   pending_.clear();
@@ -260,13 +275,33 @@ void Communicator::Worker() {
     uint64_t seq = 0;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
+      // Wait until every local rank submitted the next operation, but not
+      // forever: a rank that never arrives fails the communicator.
+      auto ready = [&] {
         if (AllDetachedLocked() || !failed_.ok()) return true;
         if (pending_.empty()) return false;
-        const auto& slot = pending_.begin()->second;
+        const auto& slot = pending_.begin()->second.ops;
         return std::all_of(slot.begin(), slot.end(), [](const auto& o) { return o.has_value(); });
-      });
-      if (!failed_.ok()) FailAllLocked(failed_);
+      };
+      while (!ready()) {
+        if (pending_.empty()) {
+          cv_.wait(lock);
+          continue;
+        }
+        const auto deadline = pending_.begin()->second.first_arrival + spec_.timeout;
+        if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !ready() && !pending_.empty() &&
+            std::chrono::steady_clock::now() >= deadline) {
+          failed_ = LateRanksLocked(pending_.begin()->first, pending_.begin()->second);
+          BATON_WARN("{} aborted: {}", Describe(), failed_.ToString());
+          if (p2p_) p2p_->Close(failed_);
+          if (mesh_) mesh_->Interrupt();
+        }
+      }
+      if (!failed_.ok()) {
+        FailAllLocked(failed_);
+        // Closing our connections tells the peer daemons at once.
+        if (mesh_) mesh_->Close();
+      }
       if (AllDetachedLocked() || !failed_.ok()) {
         if (AllDetachedLocked()) break;
         // Failed but ranks still attached: keep failing their submissions until they leave.
@@ -274,7 +309,7 @@ void Communicator::Worker() {
         continue;
       }
       seq = pending_.begin()->first;
-      for (auto& o : pending_.begin()->second) ops.push_back(std::move(*o));
+      for (auto& o : pending_.begin()->second.ops) ops.push_back(std::move(*o));
       pending_.erase(pending_.begin());
     }
     Status result = RunCollective(ops, seq);
@@ -311,6 +346,21 @@ Status Communicator::CheckSignatures(const std::vector<LocalOp>& ops, uint64_t s
   return Status::Mismatch(msg);
 }
 
+Status Communicator::LateRanksLocked(uint64_t seq, const PendingOp& p) const {
+  std::vector<int> late;
+  std::string what;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (!p.ops[i]) {
+      late.push_back(local_ranks_[i]);
+    } else if (what.empty()) {
+      what = p.ops[i]->sig.collective == Collective::kSplit ? "comm split" : p.ops[i]->sig.ToString();
+    }
+  }
+  return Status::Timeout(what + " as op #" + std::to_string(seq) + " on " + Describe() + ": rank" +
+                         (late.size() > 1 ? "s " : " ") + RankList(late) + " on node " +
+                         spec_.node_names[spec_.my_node] + " did not call it within " + Seconds(spec_.timeout));
+}
+
 Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
   Status st = CheckSignatures(ops, seq);
   const OpSignature sig = ops[0].sig;
@@ -342,8 +392,7 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
       st = ExecuteSchedule(schedule, ctx);
       if (st.code() == Code::kTimeout) {
         st = Status::Timeout(std::string(CollectiveName(sig.collective)) + " op #" + std::to_string(seq) + " on " +
-                             Describe() + " timed out after " + std::to_string(spec_.timeout.count() / 1000.0) +
-                             " s: " + st.message());
+                             Describe() + " timed out after " + Seconds(spec_.timeout) + ": " + st.message());
       }
     }
   }

@@ -78,12 +78,19 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::string Describe() const;
 
  private:
+  struct PendingOp {
+    std::vector<std::optional<LocalOp>> ops;  // per local index
+    std::chrono::steady_clock::time_point first_arrival;
+  };
+
   void StartLocked();
   void Worker();
   Status Connect();
   Status RunCollective(std::vector<LocalOp>& ops, uint64_t seq);
   void FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered);
   Status CheckSignatures(const std::vector<LocalOp>& ops, uint64_t seq) const;
+  // The error for local ranks that did not submit op `seq` within the timeout.
+  Status LateRanksLocked(uint64_t seq, const PendingOp& p) const;
   void FailAllLocked(const Status& st);
   bool AllDetachedLocked() const;
   int LocalIndex(int rank) const;
@@ -101,7 +108,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::map<int, ReadyFn> attached_;
   std::vector<bool> detached_;                 // per local index
   std::vector<uint64_t> next_seq_;             // per local index: expected collective seq
-  std::map<uint64_t, std::vector<std::optional<LocalOp>>> pending_;  // seq -> per local index
+  std::map<uint64_t, PendingOp> pending_;  // by sequence number
   Status failed_;
   bool ready_ = false;
   bool started_ = false;

@@ -246,7 +246,8 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
       for (const auto& r : resp.ranks()) {
         auto [it, inserted] = node_index.try_emplace(r.node_id(), static_cast<int>(node_index.size()));
         if (inserted) {
-          spec.node_names.push_back(r.node_id());
+          // node ids are "name/instance"; messages use the name.
+          spec.node_names.push_back(r.node_id().substr(0, r.node_id().find('/')));
           spec.node_addresses.push_back(r.data_address());
         }
         node_of_rank.push_back(it->second);

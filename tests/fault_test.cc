@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -101,6 +102,39 @@ TEST(Faults, RankExitingWithoutDestroyFailsTheNextCollective) {
   EXPECT_EQ(rc, baton_remote_error) << msg;
   EXPECT_NE(msg.find("without destroying the communicator"), std::string::npos) << msg;
   baton_comm_destroy(comm);
+}
+
+}  // namespace
+}  // namespace baton::test
+
+namespace baton::test {
+namespace {
+
+TEST(Faults, RankThatNeverCallsTimesOutTheOthersNamingIt) {
+  auto cluster = StartCluster(2);
+  ASSERT_TRUE(cluster->status().ok());
+  std::vector<baton_result_t> codes(3, baton_success);
+  std::vector<std::string> messages(3);
+  std::vector<double> seconds(3, 0);
+  std::atomic<int> finished{0};
+  std::string err = RunRanks(*cluster, {0, 0, 1}, UniqueJob("late"), [&](int rank, baton_comm_t comm) {
+    if (rank == 1) {  // never calls the collective; leaves once the others gave up
+      while (finished < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return;
+    }
+    float x = 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    codes[rank] = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
+    seconds[rank] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    messages[rank] = baton_get_last_error(comm);
+    ++finished;
+  }, /*timeout_seconds=*/2);
+  ASSERT_EQ(err, "");
+  EXPECT_EQ(codes[0], baton_timeout) << messages[0];
+  EXPECT_NE(messages[0].find("rank 1 on node n0 did not call it"), std::string::npos) << messages[0];
+  EXPECT_NE(messages[0].find("allreduce(count=1"), std::string::npos) << messages[0];
+  EXPECT_NE(codes[2], baton_success) << messages[2];
+  for (int r : {0, 2}) EXPECT_LT(seconds[r], 2.0 + 5.0) << "rank " << r;
 }
 
 }  // namespace
