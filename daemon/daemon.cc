@@ -124,13 +124,19 @@ void Daemon::AcceptClient() {
   });
 }
 
-void Daemon::Run() { io_.run(); }
+void Daemon::Run() {
+  io_.run();
+  // Fail pending rendezvous joins and stop serving gRPC (bounded wait).
+  rendezvous_.Shutdown();
+  if (grpc_server_) grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
 
 void Daemon::Stop() {
   boost::system::error_code ignored;
   client_acceptor_.close(ignored);
   listener_.Stop();
-  rendezvous_.Shutdown();
+  std::error_code fs_ignored;
+  std::filesystem::remove(options_.socket_path, fs_ignored);
   io_.stop();
 }
 
