@@ -2,7 +2,7 @@
 
 #include <signal.h>
 #include <fcntl.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +12,6 @@
 #include <fstream>
 #include <thread>
 
-extern char** environ;
 
 namespace baton::launcher {
 
@@ -41,14 +40,20 @@ Status LocalCluster::StartNode(int node, const std::vector<std::string>& extra_a
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return Status::Errno("spawning " + args[0], rc);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status::Errno("fork", errno);
+  if (pid == 0) {
+    // The daemon must not outlive us, even if we are killed: tests and
+    // baton-run never leave stray daemons behind.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (log_fd < 0 || null_fd < 0 || ::dup2(log_fd, 2) < 0 || ::dup2(null_fd, 1) < 0) ::_exit(127);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
   pids_.push_back(pid);
   sockets_.push_back(sock);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
