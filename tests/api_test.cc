@@ -350,3 +350,29 @@ TEST(Rendezvous, NoDaemonIsAClearError) {
 
 }  // namespace
 }  // namespace baton::test
+
+namespace baton::test {
+namespace {
+
+TEST(Quota, AllocationBeyondThePerClientLimitIsRefusedClearly) {
+  auto cluster = StartCluster(1, {"--max-client-memory", "1M"});
+  ASSERT_TRUE(cluster->status().ok());
+  std::string err = RunRanks(*cluster, {0}, UniqueJob("quota"), [](int, baton_comm_t comm) {
+    void* a = nullptr;
+    void* b = nullptr;
+    ASSERT_EQ(baton_comm_mem_alloc(comm, &a, 768 << 10), baton_success) << baton_get_last_error(comm);
+    baton_result_t rc = baton_comm_mem_alloc(comm, &b, 512 << 10);
+    std::string msg = baton_get_last_error(comm);
+    EXPECT_EQ(rc, baton_resource_exhausted) << msg;
+    EXPECT_NE(msg.find("limit of 1048576 bytes (786432 in use)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--max-client-memory"), std::string::npos) << msg;
+    // Freeing makes room again.
+    ASSERT_EQ(baton_mem_free(a), baton_success);
+    ASSERT_EQ(baton_comm_mem_alloc(comm, &b, 512 << 10), baton_success) << baton_get_last_error(comm);
+    baton_mem_free(b);
+  });
+  EXPECT_EQ(err, "");
+}
+
+}  // namespace
+}  // namespace baton::test

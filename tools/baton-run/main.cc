@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tools/launcher/local_cluster.h"
+#include "tools/launcher/netns.h"
 
 extern char** environ;
 
@@ -40,6 +41,8 @@ options:
   --daemon-arg ARG     extra argument for every batond (repeatable)
   --grace SECONDS      after a rank fails, how long the others get to exit
                        on their own before they are killed (default 30)
+  --netns              run each daemon in its own network namespace (own
+                       address, links that can be cut); needs root
   --keep               keep the working directory (daemon logs) afterwards
   --help               this text
 
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
   int per_node = 1;
   double grace = 30;
   bool keep = false;
+  bool netns = false;
   std::string job = "baton-run-" + std::to_string(::getpid());
   std::string batond = SelfDir() + "/batond";
   std::vector<std::string> daemon_args;
@@ -129,6 +133,8 @@ int main(int argc, char** argv) {
       grace = std::atof(value().c_str());
     } else if (a == "--keep") {
       keep = true;
+    } else if (a == "--netns") {
+      netns = true;
     } else {
       std::fprintf(stderr, "baton-run: unknown option '%s' (see --help)\n", a.c_str());
       return 2;
@@ -147,7 +153,17 @@ int main(int argc, char** argv) {
   ::signal(SIGTERM, OnSignal);
   ::signal(SIGPIPE, SIG_IGN);
 
-  baton::launcher::LocalCluster cluster(batond, nodes, daemon_args);
+  baton::launcher::NetnsSet namespaces;
+  std::vector<baton::launcher::NodeLaunch> launch;
+  if (netns) {
+    baton::Status st = namespaces.Create(nodes);
+    if (!st.ok()) {
+      std::fprintf(stderr, "baton-run: --netns: %s\n", st.message().c_str());
+      return 1;
+    }
+    for (int n = 0; n < nodes; ++n) launch.push_back({namespaces.ExecPrefix(n), namespaces.address(n)});
+  }
+  baton::launcher::LocalCluster cluster(batond, nodes, daemon_args, launch);
   if (!cluster.status().ok()) {
     std::fprintf(stderr, "baton-run: starting daemons failed: %s\n", cluster.status().ToString().c_str());
     return 1;

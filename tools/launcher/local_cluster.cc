@@ -15,8 +15,10 @@
 
 namespace baton::launcher {
 
-LocalCluster::LocalCluster(const std::string& batond, int nodes, std::vector<std::string> extra_args)
-    : batond_(batond) {
+LocalCluster::LocalCluster(const std::string& batond, int nodes, std::vector<std::string> extra_args,
+                           std::vector<NodeLaunch> launch)
+    : batond_(batond), launch_(std::move(launch)) {
+  launch_.resize(static_cast<size_t>(nodes));
   char tmpl[] = "/tmp/baton-test-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) {
     status_ = Status::Errno("mkdtemp", errno);
@@ -30,8 +32,13 @@ Status LocalCluster::StartNode(int node, const std::vector<std::string>& extra_a
   const std::string sock = dir_ + "/node" + std::to_string(node) + ".sock";
   const std::string ready = dir_ + "/node" + std::to_string(node) + ".ready";
   const std::string log = dir_ + "/node" + std::to_string(node) + ".log";
-  std::vector<std::string> args = {batond_, "--socket", sock, "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0",
-                                   "--node-name", "n" + std::to_string(node), "--ready-file", ready};
+  const NodeLaunch& how = launch_[node];
+  std::vector<std::string> args = how.prefix;
+  for (const std::string& a : {batond_, std::string("--socket"), sock, std::string("--listen"), how.host + ":0",
+                               std::string("--grpc"), how.host + ":0", std::string("--node-name"),
+                               "n" + std::to_string(node), std::string("--ready-file"), ready}) {
+    args.push_back(a);
+  }
   if (node > 0) {
     args.push_back("--rendezvous");
     args.push_back(rendezvous_);

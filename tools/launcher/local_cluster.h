@@ -13,11 +13,19 @@
 
 namespace baton::launcher {
 
+// How to start one node's daemon: an argv prefix (e.g. `ip netns exec NS`)
+// and the address its data and gRPC ports bind to.
+struct NodeLaunch {
+  std::vector<std::string> prefix;
+  std::string host = "127.0.0.1";
+};
+
 class LocalCluster {
  public:
   // Starts `nodes` daemons from the batond binary at `batond`. Daemon logs
-  // go to dir()/nodeN.log.
-  LocalCluster(const std::string& batond, int nodes, std::vector<std::string> extra_args = {});
+  // go to dir()/nodeN.log. `launch[n]`, when given, says how to start node n.
+  LocalCluster(const std::string& batond, int nodes, std::vector<std::string> extra_args = {},
+               std::vector<NodeLaunch> launch = {});
   ~LocalCluster();
   LocalCluster(const LocalCluster&) = delete;
   LocalCluster& operator=(const LocalCluster&) = delete;
@@ -37,6 +45,7 @@ class LocalCluster {
   Status StartNode(int node, const std::vector<std::string>& extra_args);
 
   std::string batond_;
+  std::vector<NodeLaunch> launch_;
   Status status_;
   std::string dir_;
   std::string rendezvous_;

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# baton-run's contract: rank environment, output prefixes, exit status.
+set -u
+baton_run=$1
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Every rank sees its environment; output is prefixed with the rank.
+out=$("$baton_run" --nodes 2 --ranks-per-node 2 -- /bin/sh -c \
+  'echo "r=$BATON_RANK n=$BATON_WORLD_SIZE l=$BATON_LOCAL_RANK node=$BATON_NODE_RANK job=$BATON_JOB_ID"' 2>&1) \
+  || fail "a clean run exited non-zero: $out"
+for r in 0 1 2 3; do
+  echo "$out" | grep -q "^\[rank $r\] r=$r n=4 l=$((r % 2)) node=$((r / 2)) job=baton-run-" \
+    || fail "rank $r line missing or wrong in: $out"
+done
+
+# A failing rank makes baton-run fail and say which rank and how.
+out=$("$baton_run" --nodes 2 --ranks-per-node 1 --grace 5 -- /bin/sh -c 'exit $((BATON_RANK * 3))' 2>&1)
+rc=$?
+[[ $rc -eq 1 ]] || fail "expected exit status 1 when a rank fails, got $rc: $out"
+echo "$out" | grep -q "rank 1 exited with status 3" || fail "no report naming rank 1: $out"
+
+# A program that does not exist is a clear error.
+out=$("$baton_run" --nodes 1 -- /nonexistent/program 2>&1) && fail "missing program accepted"
+echo "$out" | grep -q "cannot start /nonexistent/program" || fail "unclear error: $out"
+echo "baton-run contract: 3 passed, 0 failed"
