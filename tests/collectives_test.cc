@@ -58,7 +58,10 @@ std::vector<OpSignature> Matrix(int world) {
         }
       }
     }
-    // One large vector per collective (float32, sum).
+    // Large vectors (2^20 elements): float32, and the 1- and 2-byte types.
+    for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16, DataType::kInt8}) {
+      out.push_back({c, t, IsReduction(c) ? RedOp::kMax : RedOp::kSum, HasRoot(c) ? 0 : -1, 1u << 20});
+    }
     out.push_back({c, DataType::kFloat32, RedOp::kSum, HasRoot(c) ? 0 : -1, 1u << 20});
   }
   return out;

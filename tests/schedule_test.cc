@@ -143,6 +143,27 @@ TEST(ScheduleLarge, MillionElementsEveryCollective) {
   }
 }
 
+// The full matrix at 2^20 elements: every collective x type x reduction on
+// the uneven 3-node layout (chunk boundaries, pipelined broadcast chunks).
+class ScheduleLargeMatrix : public ::testing::TestWithParam<Collective> {};
+
+TEST_P(ScheduleLargeMatrix, MillionElementsEveryTypeAndReduction) {
+  NodeLayout layout;
+  ASSERT_TRUE(NodeLayout::FromNodeOfRank({0, 1, 1, 2, 2, 2}, &layout).ok());
+  const Collective c = GetParam();
+  for (uint32_t t = 0; t < kNumDataTypes; ++t) {
+    for (uint32_t o = 0; o < kNumRedOps; ++o) {
+      if (!IsReduction(c) && o > 0) break;
+      OpSignature sig{c, static_cast<DataType>(t), static_cast<RedOp>(o), HasRoot(c) ? 1 : -1, 1u << 20};
+      RunAndCheck(layout, sig, Algorithm::kAuto, false);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryCollective, ScheduleLargeMatrix, ::testing::ValuesIn(kCollectives),
+                         [](const auto& info) { return std::string(CollectiveName(info.param)); });
+
 TEST(ScheduleShape, RingAllReduceMovesTwoTimesNMinusOneOverNOfTheData) {
   NodeLayout layout = NodeLayout::Blocked({1, 1, 1, 1});
   OpSignature sig{Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 4000};
