@@ -73,6 +73,7 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const baton::v1::
   info.set_rank(req->rank());
   info.set_node_id(req->node_id());
   info.set_data_address(req->data_address());
+  info.set_grpc_address(req->grpc_address());
   p.ranks[req->rank()] = info;
   ++p.joined;
   BATON_DEBUG(kRendezvous, "{}: rank {} joined from node {} ({}/{})", what, req->rank(), req->node_id(), p.joined,

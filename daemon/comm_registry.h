@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "daemon/communicator.h"
 
@@ -15,6 +16,8 @@ class CommRegistry {
   // is the first local rank to arrive.
   std::shared_ptr<Communicator> GetOrCreate(const CommSpec& spec, DaemonServices services);
   void Remove(uint64_t uid);
+  std::shared_ptr<Communicator> Find(uint64_t uid) const;
+  std::vector<std::shared_ptr<Communicator>> All() const;
   size_t size() const;
 
  private:

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/logging.h"
+#include "control/peer_client.h"
 #include "daemon/comm_registry.h"
 #include "daemon/p2p_link.h"
 #include "transports/tcp/connection_broker.h"
@@ -184,15 +185,96 @@ void Communicator::FailAllLocked(const Status& st) {
   }
 }
 
-void Communicator::Abort(const Status& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!failed_.ok()) return;
+bool Communicator::AbortLocked(const Status& reason) {
+  if (!failed_.ok()) return false;
   failed_ = reason;
   BATON_WARN("{} aborted: {}", Describe(), reason.ToString());
   FailAllLocked(reason);
   if (p2p_) p2p_->Close(reason);
   if (mesh_) mesh_->Interrupt();
   cv_.notify_all();
+  return true;
+}
+
+void Communicator::Abort(const Status& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!AbortLocked(reason)) return;
+  std::vector<std::string> peers;
+  for (int n = 0; n < spec_.layout.num_nodes(); ++n) {
+    if (n != spec_.my_node && n < static_cast<int>(spec_.node_grpc.size())) peers.push_back(spec_.node_grpc[n]);
+  }
+  if (peers.empty()) return;
+  baton::v1::AbortRequest req;
+  req.set_comm_uid(spec_.uid);
+  req.set_from_node(spec_.node_names[spec_.my_node]);
+  req.set_code(static_cast<int32_t>(reason.code()));
+  req.set_reason(reason.message());
+  BroadcastAbort(std::move(peers), std::move(req));
+}
+
+void Communicator::AbortFromPeer(const Status& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AbortLocked(reason);
+}
+
+CommSnapshot Communicator::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  CommSnapshot s;
+  s.state = !failed_.ok() ? "failed" : ready_ ? "ready" : "connecting";
+  s.error = failed_.ok() ? "" : failed_.ToString();
+  s.last_completed_seq = last_completed_seq_;
+  s.ops_completed = ops_completed_;
+  s.bytes_completed = bytes_completed_;
+  s.local_ranks = local_ranks_;
+  return s;
+}
+
+std::vector<InflightSnapshot> Communicator::Inflight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<InflightSnapshot> out;
+  if (running_seq_ != 0) {
+    InflightSnapshot r;
+    r.seq = running_seq_;
+    r.op = running_op_;
+    r.waiting_seconds = std::chrono::duration<double>(now - running_since_).count();
+    r.running = true;
+    r.arrived = local_ranks_;
+    out.push_back(std::move(r));
+  }
+  for (const auto& [seq, p] : pending_) {
+    InflightSnapshot r;
+    r.seq = seq;
+    r.waiting_seconds = std::chrono::duration<double>(now - p.first_arrival).count();
+    for (size_t i = 0; i < p.ops.size(); ++i) {
+      (p.ops[i] ? r.arrived : r.missing).push_back(local_ranks_[i]);
+      if (p.ops[i] && r.op.empty()) {
+        r.op = p.ops[i]->sig.collective == Collective::kSplit ? "comm split" : p.ops[i]->sig.ToString();
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void Communicator::WarnStragglersLocked(std::chrono::steady_clock::time_point now) {
+  if (pending_.empty()) return;
+  const auto& [seq, p] = *pending_.begin();
+  const auto waited = now - p.first_arrival;
+  if (waited < services_.straggler_warning || now < next_straggler_warning_) return;
+  // One line per late local rank, then again after twice as long, and so on.
+  std::string op;
+  for (const auto& o : p.ops) {
+    if (o) op = o->sig.collective == Collective::kSplit ? "comm split" : CollectiveName(o->sig.collective);
+  }
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f s", std::chrono::duration<double>(waited).count());
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i]) continue;
+    BATON_WARN("{} seq {} on comm \"{}\" (job {}): waiting {} for rank {} (node {}, last completed seq {})", op, seq,
+               spec_.name, spec_.job, secs, local_ranks_[i], spec_.node_names[spec_.my_node], last_completed_seq_);
+  }
+  next_straggler_warning_ = now + waited;
 }
 
 Status Communicator::Connect() {
@@ -289,12 +371,17 @@ void Communicator::Worker() {
           continue;
         }
         const auto deadline = pending_.begin()->second.first_arrival + spec_.timeout;
-        if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !ready() && !pending_.empty() &&
-            std::chrono::steady_clock::now() >= deadline) {
-          failed_ = LateRanksLocked(pending_.begin()->first, pending_.begin()->second);
-          BATON_WARN("{} aborted: {}", Describe(), failed_.ToString());
-          if (p2p_) p2p_->Close(failed_);
-          if (mesh_) mesh_->Interrupt();
+        const auto wake = std::min(deadline, std::chrono::steady_clock::now() + services_.straggler_warning / 4 +
+                                                 std::chrono::milliseconds(1));
+        cv_.wait_until(lock, wake);
+        const auto now = std::chrono::steady_clock::now();
+        if (ready() || pending_.empty()) continue;
+        WarnStragglersLocked(now);
+        if (now >= deadline) {
+          const Status late = LateRanksLocked(pending_.begin()->first, pending_.begin()->second);
+          lock.unlock();
+          Abort(late);
+          lock.lock();
         }
       }
       if (!failed_.ok()) {
@@ -311,8 +398,21 @@ void Communicator::Worker() {
       seq = pending_.begin()->first;
       for (auto& o : pending_.begin()->second.ops) ops.push_back(std::move(*o));
       pending_.erase(pending_.begin());
+      running_seq_ = seq;
+      running_op_ = ops[0].sig.collective == Collective::kSplit ? "comm split" : ops[0].sig.ToString();
+      running_since_ = std::chrono::steady_clock::now();
+      next_straggler_warning_ = {};
     }
     Status result = RunCollective(ops, seq);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_seq_ = 0;
+      if (result.ok()) {
+        last_completed_seq_ = seq;
+        ++ops_completed_;
+        for (const LocalOp& o : ops) bytes_completed_ += o.bufs.send_bytes;
+      }
+    }
     if (!result.ok()) Abort(result);
   }
   if (mesh_) mesh_->Close();
@@ -398,8 +498,12 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
   }
   {
     // An abort that raced with this collective explains its failure better
-    // than the closed socket it caused.
-    std::lock_guard<std::mutex> lock(mu_);
+    // than the closed socket it caused. When a peer closed on us, its
+    // Peer.AbortCommunicator message with the cause is usually a moment away.
+    std::unique_lock<std::mutex> lock(mu_);
+    if (st.code() == Code::kRemoteError && failed_.ok()) {
+      cv_.wait_for(lock, std::chrono::seconds(1), [&] { return !failed_.ok(); });
+    }
     if (!st.ok() && !failed_.ok()) st = failed_;
   }
   if (sig.collective == Collective::kSplit && st.ok()) {
@@ -451,6 +555,7 @@ void Communicator::FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint
       if (inserted) {
         spec.node_names.push_back(spec_.node_names[old_node]);
         spec.node_addresses.push_back(spec_.node_addresses[old_node]);
+        spec.node_grpc.push_back(spec_.node_grpc[old_node]);
       }
       node_of_rank.push_back(it->second);
     }

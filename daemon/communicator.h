@@ -41,6 +41,7 @@ struct CommSpec {
   int my_node = 0;
   std::vector<std::string> node_names;      // per node, for messages
   std::vector<std::string> node_addresses;  // per node, data address
+  std::vector<std::string> node_grpc;       // per node, gRPC address (Peer service)
   std::chrono::milliseconds timeout{300000};
   Algorithm algorithm = Algorithm::kAuto;
 };
@@ -48,6 +49,28 @@ struct CommSpec {
 struct DaemonServices {
   tcp::ConnectionBroker* broker = nullptr;
   CommRegistry* registry = nullptr;
+  // Log a straggler report when an operation waits this long for a rank.
+  std::chrono::milliseconds straggler_warning{5000};
+};
+
+// A snapshot for the Admin service.
+struct CommSnapshot {
+  std::string state;  // connecting, ready, failed
+  std::string error;
+  uint64_t last_completed_seq = 0;
+  uint64_t ops_completed = 0;
+  uint64_t bytes_completed = 0;
+  std::vector<int> local_ranks;
+};
+
+// What this node knows about one in-flight operation.
+struct InflightSnapshot {
+  uint64_t seq = 0;
+  std::string op;
+  double waiting_seconds = 0;
+  bool running = false;            // all local ranks arrived; exchanging with other nodes
+  std::vector<int> arrived;        // local ranks that submitted it
+  std::vector<int> missing;        // local ranks that did not
 };
 
 class Communicator : public std::enable_shared_from_this<Communicator> {
@@ -69,9 +92,16 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // communicator is aborted for everyone with that reason.
   void Detach(int rank, const Status& reason);
 
-  // Fails every pending and future operation with `reason` and closes the
-  // connections, so the other nodes fail too.
+  // Fails every pending and future operation with `reason`, tells the
+  // other nodes' daemons (Peer.AbortCommunicator) so their ranks get the same
+  // diagnosis, and closes the connections.
   void Abort(const Status& reason);
+  // The same, on word from another node (not propagated further).
+  void AbortFromPeer(const Status& reason);
+
+  CommSnapshot Snapshot() const;
+  // Operations waiting for local ranks or exchanging with other nodes.
+  std::vector<InflightSnapshot> Inflight() const;
 
   const CommSpec& spec() const { return spec_; }
   // "communicator 'world' of job 'j1'"
@@ -93,6 +123,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status LateRanksLocked(uint64_t seq, const PendingOp& p) const;
   void FailAllLocked(const Status& st);
   bool AllDetachedLocked() const;
+  bool AbortLocked(const Status& reason);
+  void WarnStragglersLocked(std::chrono::steady_clock::time_point now);
   int LocalIndex(int rank) const;
 
   // Point-to-point.
@@ -103,7 +135,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   const DaemonServices services_;
   const std::vector<int> local_ranks_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<int, ReadyFn> attached_;
   std::vector<bool> detached_;                 // per local index
@@ -119,6 +151,15 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::unique_ptr<P2pLink> p2p_;
 
   std::unique_ptr<Mesh> mesh_;  // set under mu_ once; then used by the worker thread (and Interrupt)
+
+  // Statistics and the operation being exchanged (guarded by mu_).
+  uint64_t last_completed_seq_ = 0;
+  uint64_t ops_completed_ = 0;
+  uint64_t bytes_completed_ = 0;
+  uint64_t running_seq_ = 0;  // 0: none
+  std::string running_op_;
+  std::chrono::steady_clock::time_point running_since_;
+  std::chrono::steady_clock::time_point next_straggler_warning_;
   std::vector<uint8_t> scratch_;
 };
 

@@ -50,18 +50,34 @@ Status Daemon::Start() {
     env_.data_address = bound;
   }
 
-  // gRPC services.
+  // gRPC services: rendezvous, peer control, admin, and the standard health service.
+  env_.node_name = options_.node_name;
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int grpc_port = 0;
   builder.AddListeningPort(options_.grpc, grpc::InsecureServerCredentials(), &grpc_port);
+  peer_service_ = std::make_unique<PeerService>(&registry_, options_.node_name);
   builder.RegisterService(&rendezvous_);
+  builder.RegisterService(peer_service_.get());
+  HostPort grpc_hp;
+  BATON_RETURN_IF_ERROR(ParseHostPort(options_.grpc, &grpc_hp));
+  AdminContext admin{&registry_, PROJECT_VERSION_STRING, options_.node_name, env_.data_address,
+                     options_.socket_path, started_, &clients_};
+  admin_service_ = std::make_unique<AdminService>(admin);
+  builder.RegisterService(admin_service_.get());
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || grpc_port == 0) {
     return Status::Unavailable("cannot serve gRPC on " + options_.grpc + " (address in use or invalid?)");
   }
-  HostPort grpc_hp;
-  BATON_RETURN_IF_ERROR(ParseHostPort(options_.grpc, &grpc_hp));
   grpc_hp.port = static_cast<uint16_t>(grpc_port);
+  env_.grpc_address = grpc_hp.ToString();
+  admin_service_->SetGrpcAddress(&env_.grpc_address);
+  if (auto* health = grpc_server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+    for (const char* svc : {"baton.v1.Rendezvous", "baton.v1.Peer", "baton.v1.Admin"}) {
+      health->SetServingStatus(svc, true);
+    }
+  }
 
   // Client socket.
   std::error_code fs_ec;
@@ -81,8 +97,7 @@ Status Daemon::Start() {
   if (ec) return Status::System("cannot listen on " + options_.socket_path + ": " + ec.message());
 
   env_.options = &options_;
-  env_.services = {&broker_, &registry_};
-  env_.node_name = options_.node_name;
+  env_.services = {&broker_, &registry_, options_.straggler_warning};
   env_.node_id = options_.node_name + "/" + RandomHex();
   env_.rendezvous = options_.rendezvous.empty() ? grpc_hp.ToString() : options_.rendezvous;
 
@@ -116,7 +131,7 @@ void Daemon::AcceptClient() {
       ucred cred{};
       socklen_t len = sizeof cred;
       ::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len);
-      std::make_shared<Session>(env_, io_, std::move(socket), cred, next_session_++)->Start();
+      std::make_shared<Session>(env_, io_, std::move(socket), cred, next_session_++, &clients_)->Start();
     } else {
       BATON_WARN("accepting a client failed: {}", ec.message());
     }

@@ -9,6 +9,8 @@
 
 #include "common/asio.h"
 #include "control/rendezvous_service.h"
+#include "daemon/admin_service.h"
+#include "daemon/peer_service.h"
 #include "daemon/comm_registry.h"
 #include "daemon/options.h"
 #include "daemon/session.h"
@@ -41,6 +43,10 @@ class Daemon {
   tcp::TcpListener listener_;
   CommRegistry registry_;
   RendezvousService rendezvous_;
+  std::unique_ptr<PeerService> peer_service_;
+  std::unique_ptr<AdminService> admin_service_;
+  std::atomic<uint32_t> clients_{0};
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<grpc::Server> grpc_server_;
   SessionEnv env_;
   uint64_t next_session_ = 1;

@@ -26,6 +26,9 @@ options:
   --node-name NAME       name of this node in messages (default: hostname)
   --max-client-memory N  shared memory one client may allocate, e.g. 8G (default 8G)
   --timeout SECONDS      collective timeout when a communicator sets none (default 300)
+  --straggler-warning SECONDS
+                         log (and report) a rank that keeps an operation waiting
+                         this long (default 5)
   --ready-file PATH      once serving, write "data=HOST:PORT grpc=HOST:PORT" to PATH
                          (launchers and tests wait for it)
   --help                 this text
@@ -96,15 +99,16 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       if (!ParseSize(v, &o.max_client_bytes)) {
         return Status::InvalidArgument("--max-client-memory '" + v + "' is not a size like 512M or 8G");
       }
-    } else if (arg == "--timeout") {
+    } else if (arg == "--timeout" || arg == "--straggler-warning") {
       std::string v;
       BATON_RETURN_IF_ERROR(next(&v));
       double seconds = 0;
       auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
-      if (ec != std::errc() || ptr != v.data() + v.size() || seconds <= 0) {
-        return Status::InvalidArgument("--timeout '" + v + "' is not a positive number of seconds");
+      if (ec != std::errc() || ptr != v.data() + v.size() || seconds <= 0 || seconds > 1e6) {
+        return Status::InvalidArgument(arg + " '" + v + "' is not a positive number of seconds");
       }
-      o.default_timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+      (arg == "--timeout" ? o.default_timeout : o.straggler_warning) =
+          std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
     } else {
       return Status::InvalidArgument("unknown option '" + arg + "' (see batond --help)");
     }

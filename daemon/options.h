@@ -18,6 +18,7 @@ struct DaemonOptions {
   std::string node_name;                                 // human-readable node name (default: hostname)
   uint64_t max_client_bytes = 8ull << 30;                // shared memory one client may hold
   std::chrono::milliseconds default_timeout{300000};     // collective timeout when the client sets none
+  std::chrono::milliseconds straggler_warning{5000};     // log a straggler after this long
   std::string ready_file;                                // written with the bound addresses once serving
   bool help = false;
 };

@@ -32,10 +32,13 @@ void LocalOp::Finish(const Status& st) const {
   if (auto s = session.lock()) s->Complete(completion, st);
 }
 
-Session::Session(const SessionEnv& env, boost::asio::io_context& io, Socket socket, const ucred& peer, uint64_t id)
-    : env_(env), io_(io), socket_(std::move(socket)), peer_(peer), id_(id) {}
+Session::Session(const SessionEnv& env, boost::asio::io_context& io, Socket socket, const ucred& peer, uint64_t id,
+                 std::atomic<uint32_t>* client_count)
+    : env_(env), io_(io), socket_(std::move(socket)), peer_(peer), id_(id), client_count_(client_count) {
+  ++*client_count_;
+}
 
-Session::~Session() = default;
+Session::~Session() { --*client_count_; }
 
 std::string Session::Who() const {
   return "pid " + std::to_string(peer_.pid) + " (uid " + std::to_string(peer_.uid) + ")";
@@ -220,6 +223,7 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
   join.set_rank(static_cast<uint32_t>(req.rank));
   join.set_node_id(env_.node_id);
   join.set_data_address(env_.data_address);
+  join.set_grpc_address(env_.grpc_address);
   join.set_secret(secret);
   join.set_timeout_ms(static_cast<uint32_t>(std::min<int64_t>(timeout.count(), 3600000)));
   std::string algo_name;
@@ -249,6 +253,7 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
           // node ids are "name/instance"; messages use the name.
           spec.node_names.push_back(r.node_id().substr(0, r.node_id().find('/')));
           spec.node_addresses.push_back(r.data_address());
+          spec.node_grpc.push_back(r.grpc_address());
         }
         node_of_rank.push_back(it->second);
       }

@@ -28,6 +28,7 @@ struct SessionEnv {
   std::string node_id;         // unique id of this daemon instance (for rendezvous)
   std::string node_name;       // human-readable
   std::string data_address;    // where peers dial us
+  std::string grpc_address;    // where peers and operators reach our gRPC services
   std::string rendezvous;      // default rendezvous address
 };
 
@@ -35,7 +36,8 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   using Socket = UnixSeqPacket::socket;
 
-  Session(const SessionEnv& env, boost::asio::io_context& io, Socket socket, const ucred& peer, uint64_t id);
+  Session(const SessionEnv& env, boost::asio::io_context& io, Socket socket, const ucred& peer, uint64_t id,
+          std::atomic<uint32_t>* client_count);
   ~Session();
 
   void Start();
@@ -77,6 +79,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Socket socket_;
   const ucred peer_;
   const uint64_t id_;
+  std::atomic<uint32_t>* client_count_;
   std::array<uint8_t, ipc::kMaxMessage> inbox_{};
   boost::asio::socket_base::message_flags receive_flags_ = 0;
   bool hello_done_ = false;

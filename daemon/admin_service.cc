@@ -1,0 +1,139 @@
+#include "daemon/admin_service.h"
+
+#include <cstdio>
+
+#include "control/peer_client.h"
+
+namespace baton {
+
+grpc::Status AdminService::GetNodeInfo(grpc::ServerContext*, const baton::v1::NodeInfoRequest*,
+                                       baton::v1::NodeInfo* out) {
+  out->set_version(ctx_.version);
+  out->set_node_name(ctx_.node_name);
+  out->set_uptime_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.started).count());
+  out->set_data_address(ctx_.data_address);
+  if (const std::string* a = grpc_address_.load()) out->set_grpc_address(*a);
+  out->set_client_socket(ctx_.client_socket);
+  auto* tcp = out->add_transports();
+  tcp->set_name("tcp");
+  tcp->set_available(true);
+  tcp->set_detail("listening on " + ctx_.data_address);
+  auto* rdma = out->add_transports();
+  rdma->set_name("rdma");
+  rdma->set_available(false);
+  rdma->set_detail("not built in this version (TCP only)");
+  out->set_clients(ctx_.clients ? ctx_.clients->load() : 0);
+  out->set_communicators(static_cast<uint32_t>(ctx_.registry->size()));
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::ListCommunicators(grpc::ServerContext*, const baton::v1::ListCommunicatorsRequest* req,
+                                             baton::v1::ListCommunicatorsResponse* out) {
+  for (const auto& comm : ctx_.registry->All()) {
+    const CommSpec& spec = comm->spec();
+    if (!req->job_id().empty() && req->job_id() != spec.job) continue;
+    const CommSnapshot snap = comm->Snapshot();
+    auto* c = out->add_communicators();
+    c->set_job_id(spec.job);
+    c->set_name(spec.name);
+    c->set_uid(spec.uid);
+    c->set_size(static_cast<uint32_t>(spec.layout.world_size()));
+    for (int node : spec.layout.node_of_rank) c->add_node_of_rank(spec.node_names[node]);
+    for (int r : snap.local_ranks) c->add_local_ranks(r);
+    c->set_state(snap.state);
+    c->set_error(snap.error);
+    c->set_last_completed_seq(snap.last_completed_seq);
+    c->set_ops_completed(snap.ops_completed);
+    c->set_bytes_completed(snap.bytes_completed);
+    c->set_timeout_seconds(static_cast<double>(spec.timeout.count()) / 1000.0);
+  }
+  return grpc::Status::OK;
+}
+
+std::string StragglerSummary(const baton::v1::InflightOp& op) {
+  std::string missing;
+  int count = 0;
+  for (const auto& r : op.ranks()) {
+    if (r.arrived()) continue;
+    if (count++ < 8) {
+      missing += std::string(missing.empty() ? "" : ", ") + "rank " + std::to_string(r.rank()) + " (node " + r.node() +
+                 (r.known() ? ", last completed seq " + std::to_string(r.last_completed_seq()) : ", not answering") +
+                 ")";
+    }
+  }
+  if (count == 0) return "";
+  if (count > 8) missing += " and " + std::to_string(count - 8) + " more";
+  const std::string name = op.op().substr(0, op.op().find('('));
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f s", op.waiting_seconds());
+  return name + " seq " + std::to_string(op.seq()) + " on comm \"" + op.comm_name() + "\" (job " + op.job_id() +
+         "): waiting " + secs + " for " + missing;
+}
+
+grpc::Status AdminService::ListInflight(grpc::ServerContext*, const baton::v1::InflightRequest* req,
+                                        baton::v1::InflightResponse* out) {
+  for (const auto& comm : ctx_.registry->All()) {
+    const CommSpec& spec = comm->spec();
+    if (req->comm_uid() != 0 && req->comm_uid() != spec.uid) continue;
+    const CommSnapshot snap = comm->Snapshot();
+    for (const InflightSnapshot& s : comm->Inflight()) {
+      auto* op = out->add_ops();
+      op->set_job_id(spec.job);
+      op->set_comm_name(spec.name);
+      op->set_comm_uid(spec.uid);
+      op->set_seq(s.seq);
+      op->set_op(s.op);
+      op->set_waiting_seconds(s.waiting_seconds);
+      for (int r : s.arrived) {
+        auto* rs = op->add_ranks();
+        rs->set_rank(r);
+        rs->set_node(spec.node_names[spec.my_node]);
+        rs->set_arrived(true);
+        rs->set_known(true);
+        rs->set_last_completed_seq(snap.last_completed_seq);
+      }
+      for (int r : s.missing) {
+        auto* rs = op->add_ranks();
+        rs->set_rank(r);
+        rs->set_node(spec.node_names[spec.my_node]);
+        rs->set_arrived(false);
+        rs->set_known(true);
+        rs->set_last_completed_seq(snap.last_completed_seq);
+      }
+      if (req->include_peers()) {
+        // The other nodes' view of their own ranks: asked, not guessed.
+        for (int n = 0; n < spec.layout.num_nodes(); ++n) {
+          if (n == spec.my_node) continue;
+          baton::v1::ArrivalsResponse peer;
+          Status st = GetPeerArrivals(spec.node_grpc[n], spec.uid, s.seq, std::chrono::milliseconds(1000), &peer);
+          for (int r : spec.layout.ranks_of_node[n]) {
+            auto* rs = op->add_ranks();
+            rs->set_rank(r);
+            rs->set_node(spec.node_names[n]);
+            rs->set_known(false);
+            if (!st.ok() || !peer.known()) continue;
+            for (const auto& a : peer.ranks()) {
+              if (a.rank() != r) continue;
+              rs->set_known(true);
+              rs->set_arrived(a.arrived());
+              rs->set_last_completed_seq(a.last_completed_seq());
+            }
+          }
+        }
+      }
+      op->set_summary(StragglerSummary(*op));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::AbortCommunicator(grpc::ServerContext* ctx, const baton::v1::AdminAbortRequest* req,
+                                             baton::v1::AdminAbortResponse*) {
+  auto comm = ctx_.registry->Find(req->comm_uid());
+  if (!comm) return {grpc::StatusCode::NOT_FOUND, "no communicator with uid " + std::to_string(req->comm_uid())};
+  comm->Abort(Status::Aborted("aborted by an operator on node " + ctx_.node_name + " (" + ctx->peer() + ")" +
+                              (req->reason().empty() ? "" : ": " + req->reason().substr(0, 500))));
+  return grpc::Status::OK;
+}
+
+}  // namespace baton

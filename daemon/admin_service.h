@@ -1,0 +1,49 @@
+// AdminService: what operators and batonctl ask a daemon
+// (proto/baton/v1/admin.proto): node info, communicators, in-flight
+// operations with every rank's arrival (asking peer daemons for theirs),
+// and abort of a communicator.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include "baton/v1/admin.grpc.pb.h"
+#include "daemon/comm_registry.h"
+
+namespace baton {
+
+struct AdminContext {
+  CommRegistry* registry = nullptr;
+  std::string version;
+  std::string node_name;
+  std::string data_address;
+  std::string client_socket;
+  std::chrono::steady_clock::time_point started;
+  const std::atomic<uint32_t>* clients = nullptr;
+};
+
+class AdminService final : public baton::v1::Admin::Service {
+ public:
+  explicit AdminService(AdminContext ctx) : ctx_(std::move(ctx)) {}
+  // Known only once the server has bound its port.
+  void SetGrpcAddress(const std::string* address) { grpc_address_.store(address); }
+
+  grpc::Status GetNodeInfo(grpc::ServerContext*, const baton::v1::NodeInfoRequest*, baton::v1::NodeInfo* out) override;
+  grpc::Status ListCommunicators(grpc::ServerContext*, const baton::v1::ListCommunicatorsRequest* req,
+                                 baton::v1::ListCommunicatorsResponse* out) override;
+  grpc::Status ListInflight(grpc::ServerContext*, const baton::v1::InflightRequest* req,
+                            baton::v1::InflightResponse* out) override;
+  grpc::Status AbortCommunicator(grpc::ServerContext*, const baton::v1::AdminAbortRequest* req,
+                                 baton::v1::AdminAbortResponse*) override;
+
+ private:
+  AdminContext ctx_;
+  std::atomic<const std::string*> grpc_address_{nullptr};
+};
+
+// The straggler line for an operation, e.g.
+// allreduce seq 1234 on comm "dp" (job 7f3a): waiting 12.4 s for rank 5 (node n2, last completed seq 1233)
+std::string StragglerSummary(const baton::v1::InflightOp& op);
+
+}  // namespace baton

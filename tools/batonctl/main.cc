@@ -1,0 +1,198 @@
+// batonctl: the operator's view of a batond, over its gRPC services.
+//
+//   batonctl [--address HOST:PORT] [--json] COMMAND [ARGS]
+//
+// Commands: health, status, comms, inflight, stragglers, abort UID.
+#include <grpcpp/grpcpp.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "baton/v1/admin.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace {
+
+const char* kUsage = R"(usage: batonctl [--address HOST:PORT] [--json] [--timeout SECONDS] COMMAND [ARGS]
+
+Asks a batond (default 127.0.0.1:7101, or $BATON_ADMIN) over gRPC.
+
+commands:
+  health [SERVICE]       grpc.health.v1 Check; exit 0 only if SERVING
+  status                 node, version, uptime, addresses, transports
+  comms [--job ID]       communicators: members, nodes, state, last completed op
+  inflight [UID]         operations in flight with every rank's arrival (asks peer daemons)
+  stragglers [UID]       only the operations that wait for someone, one line each
+  abort UID [REASON]     abort a communicator on every node (its ranks get the reason)
+)";
+
+struct Options {
+  std::string address;
+  bool json = false;
+  double timeout = 5;
+};
+
+void SetDeadline(grpc::ClientContext* ctx, const Options& o) {
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.timeout * 1000)));
+}
+
+int Fail(const Options& o, const grpc::Status& st) {
+  std::fprintf(stderr, "batonctl: %s: %s\n", o.address.c_str(), st.error_message().c_str());
+  return 2;
+}
+
+void PrintJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = true;
+  opts.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
+  std::fputs(out.c_str(), stdout);
+}
+
+std::string Join(const google::protobuf::RepeatedField<int32_t>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+int Health(const Options& o, const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(o.address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, o);
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service(service);
+  grpc::health::v1::HealthCheckResponse resp;
+  grpc::Status st = stub->Check(&ctx, req, &resp);
+  if (!st.ok()) return Fail(o, st);
+  if (o.json) {
+    PrintJson(resp);
+  } else {
+    std::printf("%s\n", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()).c_str());
+  }
+  return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING ? 0 : 1;
+}
+
+int main_impl(int argc, char** argv) {
+  Options o;
+  if (const char* a = std::getenv("BATON_ADMIN")) o.address = a;
+  if (o.address.empty()) o.address = "127.0.0.1:7101";
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--address" && i + 1 < argc) o.address = argv[++i];
+    else if (a == "--json") o.json = true;
+    else if (a == "--timeout" && i + 1 < argc) o.timeout = std::atof(argv[++i]);
+    else if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else args.push_back(a);
+  }
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string cmd = args[0];
+  if (cmd == "health") return Health(o, args.size() > 1 ? args[1] : "");
+  auto stub = baton::v1::Admin::NewStub(grpc::CreateChannel(o.address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, o);
+  if (cmd == "status") {
+    baton::v1::NodeInfo info;
+    grpc::Status st = stub->GetNodeInfo(&ctx, {}, &info);
+    if (!st.ok()) return Fail(o, st);
+    if (o.json) {
+      PrintJson(info);
+      return 0;
+    }
+    std::printf("node        %s\nversion     %s\nuptime      %.0f s\ndata        %s\ngrpc        %s\nclients     %s (%u connected)\ncommunicators %u\n",
+                info.node_name().c_str(), info.version().c_str(), info.uptime_seconds(), info.data_address().c_str(),
+                info.grpc_address().c_str(), info.client_socket().c_str(), info.clients(), info.communicators());
+    for (const auto& t : info.transports()) {
+      std::printf("transport   %-5s %s  %s\n", t.name().c_str(), t.available() ? "available  " : "unavailable",
+                  t.detail().c_str());
+    }
+    return 0;
+  }
+  if (cmd == "comms") {
+    baton::v1::ListCommunicatorsRequest req;
+    for (size_t i = 1; i + 1 < args.size(); ++i) {
+      if (args[i] == "--job") req.set_job_id(args[i + 1]);
+    }
+    baton::v1::ListCommunicatorsResponse resp;
+    grpc::Status st = stub->ListCommunicators(&ctx, req, &resp);
+    if (!st.ok()) return Fail(o, st);
+    if (o.json) {
+      PrintJson(resp);
+      return 0;
+    }
+    std::printf("%-18s %-16s %-12s %5s %-10s %-9s %10s %s\n", "UID", "JOB", "NAME", "SIZE", "STATE", "LOCAL", "LAST OP",
+                "NODES");
+    for (const auto& c : resp.communicators()) {
+      std::string nodes;
+      std::string prev;
+      for (const auto& n : c.node_of_rank()) {
+        if (n != prev) nodes += (nodes.empty() ? "" : " ") + n;
+        prev = n;
+      }
+      char uid[24];
+      std::snprintf(uid, sizeof uid, "%016llx", static_cast<unsigned long long>(c.uid()));
+      std::printf("%-18s %-16s %-12s %5u %-10s %-9s %10llu %s\n", uid, c.job_id().c_str(), c.name().c_str(), c.size(),
+                  c.state().c_str(), Join(c.local_ranks()).c_str(),
+                  static_cast<unsigned long long>(c.last_completed_seq()), nodes.c_str());
+      if (!c.error().empty()) std::printf("    error: %s\n", c.error().c_str());
+    }
+    return 0;
+  }
+  if (cmd == "inflight" || cmd == "stragglers") {
+    baton::v1::InflightRequest req;
+    if (args.size() > 1) req.set_comm_uid(std::strtoull(args[1].c_str(), nullptr, 16));
+    req.set_include_peers(true);
+    baton::v1::InflightResponse resp;
+    grpc::Status st = stub->ListInflight(&ctx, req, &resp);
+    if (!st.ok()) return Fail(o, st);
+    if (cmd == "stragglers") {
+      for (const auto& op : resp.ops()) {
+        if (!op.summary().empty()) std::printf("%s\n", op.summary().c_str());
+      }
+      return 0;
+    }
+    if (o.json) {
+      PrintJson(resp);
+      return 0;
+    }
+    for (const auto& op : resp.ops()) {
+      std::printf("%s seq %llu on comm \"%s\" (job %s): %s, waiting %.1f s\n", op.op().c_str(),
+                  static_cast<unsigned long long>(op.seq()), op.comm_name().c_str(), op.job_id().c_str(),
+                  op.summary().empty() ? "all ranks arrived" : "incomplete", op.waiting_seconds());
+      for (const auto& r : op.ranks()) {
+        std::printf("    rank %-5d node %-12s %s\n", r.rank(), r.node().c_str(),
+                    !r.known() ? "unknown (node not answering)" : r.arrived() ? "arrived" : "NOT ARRIVED");
+      }
+    }
+    return 0;
+  }
+  if (cmd == "abort") {
+    if (args.size() < 2) {
+      std::fprintf(stderr, "batonctl: abort needs a communicator uid (see batonctl comms)\n");
+      return 2;
+    }
+    baton::v1::AdminAbortRequest req;
+    req.set_comm_uid(std::strtoull(args[1].c_str(), nullptr, 16));
+    if (args.size() > 2) req.set_reason(args[2]);
+    baton::v1::AdminAbortResponse resp;
+    grpc::Status st = stub->AbortCommunicator(&ctx, req, &resp);
+    if (!st.ok()) return Fail(o, st);
+    std::printf("aborted\n");
+    return 0;
+  }
+  std::fprintf(stderr, "batonctl: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return main_impl(argc, argv); }
