@@ -121,7 +121,9 @@ grpc::Status AdminService::ListInflight(grpc::ServerContext*, const baton::v1::I
           }
         }
       }
-      op->set_summary(StragglerSummary(*op));
+      if (s.waiting_seconds * 1000 >= static_cast<double>(ctx_.straggler_warning.count())) {
+        op->set_summary(StragglerSummary(*op));
+      }
     }
   }
   return grpc::Status::OK;

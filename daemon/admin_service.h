@@ -21,6 +21,8 @@ struct AdminContext {
   std::string client_socket;
   std::chrono::steady_clock::time_point started;
   const std::atomic<uint32_t>* clients = nullptr;
+  // An operation is reported as straggling once it waited this long.
+  std::chrono::milliseconds straggler_warning{5000};
 };
 
 class AdminService final : public baton::v1::Admin::Service {

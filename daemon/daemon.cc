@@ -62,7 +62,7 @@ Status Daemon::Start() {
   HostPort grpc_hp;
   BATON_RETURN_IF_ERROR(ParseHostPort(options_.grpc, &grpc_hp));
   AdminContext admin{&registry_, PROJECT_VERSION_STRING, options_.node_name, env_.data_address,
-                     options_.socket_path, started_, &clients_};
+                     options_.socket_path, started_, &clients_, options_.straggler_warning};
   admin_service_ = std::make_unique<AdminService>(admin);
   builder.RegisterService(admin_service_.get());
   grpc_server_ = builder.BuildAndStart();

@@ -71,9 +71,10 @@ TEST(Faults, RankKilledMidCollectiveFailsTheOthersWithItsName) {
   EXPECT_EQ(codes[0], baton_remote_error) << messages[0];
   EXPECT_NE(messages[0].find("rank 1 of communicator 'world'"), std::string::npos) << messages[0];
   EXPECT_NE(messages[0].find("pid " + std::to_string(victim)), std::string::npos) << messages[0];
-  // The rank on the other node fails too (its peer daemon closed the communicator).
-  EXPECT_NE(codes[2], baton_success) << messages[2];
-  EXPECT_NE(messages[2].find("n0"), std::string::npos) << messages[2];
+  // The rank on the other node gets the same diagnosis (coordinated abort).
+  EXPECT_EQ(codes[2], baton_remote_error) << messages[2];
+  EXPECT_NE(messages[2].find("rank 1 of communicator 'world'"), std::string::npos) << messages[2];
+  EXPECT_NE(messages[2].find("on node n0"), std::string::npos) << messages[2];
   // Within seconds, not after a watchdog.
   EXPECT_LT(seconds[0], 30.0);
   EXPECT_LT(seconds[2], 30.0);
