@@ -461,6 +461,33 @@ Status Communicator::LateRanksLocked(uint64_t seq, const PendingOp& p) const {
                          spec_.node_names[spec_.my_node] + " did not call it within " + Seconds(spec_.timeout));
 }
 
+Status Communicator::DiagnoseNetworkTimeout(uint64_t seq, const OpSignature& sig, const Status& st) const {
+  // Ask the other nodes which of their ranks have not called this operation.
+  std::vector<std::string> late;
+  for (int n = 0; n < spec_.layout.num_nodes(); ++n) {
+    if (n == spec_.my_node || n >= static_cast<int>(spec_.node_grpc.size())) continue;
+    baton::v1::ArrivalsResponse peer;
+    Status ps = GetPeerArrivals(spec_.node_grpc[n], spec_.uid, seq, std::chrono::milliseconds(1000), &peer);
+    if (!ps.ok()) {
+      late.push_back("node " + spec_.node_names[n] + " is not answering (" + ps.message() + ")");
+      continue;
+    }
+    for (const auto& a : peer.ranks()) {
+      if (!a.arrived()) {
+        late.push_back("rank " + std::to_string(a.rank()) + " on node " + spec_.node_names[n] +
+                       " did not call it (last completed seq " + std::to_string(a.last_completed_seq()) + ")");
+      }
+    }
+  }
+  std::string why = st.message();
+  if (!late.empty()) {
+    why.clear();
+    for (const auto& l : late) why += (why.empty() ? "" : "; ") + l;
+  }
+  return Status::Timeout(sig.ToString() + " as op #" + std::to_string(seq) + " on " + Describe() + " timed out after " +
+                         Seconds(spec_.timeout) + ": " + why);
+}
+
 Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
   Status st = CheckSignatures(ops, seq);
   const OpSignature sig = ops[0].sig;
@@ -487,13 +514,13 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
     Schedule schedule;
     st = BuildSchedule(plan, &schedule);
     if (st.ok()) {
+      // The node hosting a late rank times out first and tells everyone why;
+      // the network wait gets a grace period so that its diagnosis wins.
+      const auto grace = std::max<std::chrono::milliseconds>(std::chrono::seconds(1), spec_.timeout / 10);
       ExecutionContext ctx{&buffers, &scratch_, mesh_.get(), MessageStamp{spec_.uid, seq, sig},
-                           std::chrono::steady_clock::now() + spec_.timeout};
+                           std::chrono::steady_clock::now() + spec_.timeout + grace};
       st = ExecuteSchedule(schedule, ctx);
-      if (st.code() == Code::kTimeout) {
-        st = Status::Timeout(std::string(CollectiveName(sig.collective)) + " op #" + std::to_string(seq) + " on " +
-                             Describe() + " timed out after " + Seconds(spec_.timeout) + ": " + st.message());
-      }
+      if (st.code() == Code::kTimeout) st = DiagnoseNetworkTimeout(seq, sig, st);
     }
   }
   {

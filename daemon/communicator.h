@@ -121,6 +121,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status CheckSignatures(const std::vector<LocalOp>& ops, uint64_t seq) const;
   // The error for local ranks that did not submit op `seq` within the timeout.
   Status LateRanksLocked(uint64_t seq, const PendingOp& p) const;
+  // A precise timeout message for a stalled exchange: asks the peers.
+  Status DiagnoseNetworkTimeout(uint64_t seq, const OpSignature& sig, const Status& st) const;
   void FailAllLocked(const Status& st);
   bool AllDetachedLocked() const;
   bool AbortLocked(const Status& reason);
