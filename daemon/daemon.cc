@@ -108,6 +108,8 @@ Status Daemon::Start() {
     }
   });
   AcceptClient();
+  liveness_ = std::make_unique<Liveness>(&registry_, options_.node_name, options_.heartbeat_interval,
+                                         options_.peer_timeout);
   if (!options_.ready_file.empty()) {
     // Write then rename, so a reader never sees half a file.
     const std::string tmp = options_.ready_file + ".tmp";

@@ -10,6 +10,7 @@
 #include "common/asio.h"
 #include "control/rendezvous_service.h"
 #include "daemon/admin_service.h"
+#include "daemon/liveness.h"
 #include "daemon/peer_service.h"
 #include "daemon/comm_registry.h"
 #include "daemon/options.h"
@@ -45,6 +46,7 @@ class Daemon {
   RendezvousService rendezvous_;
   std::unique_ptr<PeerService> peer_service_;
   std::unique_ptr<AdminService> admin_service_;
+  std::unique_ptr<Liveness> liveness_;
   std::atomic<uint32_t> clients_{0};
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -29,6 +29,9 @@ options:
   --straggler-warning SECONDS
                          log (and report) a rank that keeps an operation waiting
                          this long (default 5)
+  --heartbeat SECONDS    interval of heartbeats to peer daemons (default 1)
+  --peer-timeout SECONDS a peer daemon silent this long is declared dead and
+                         its communicators aborted (default 10)
   --ready-file PATH      once serving, write "data=HOST:PORT grpc=HOST:PORT" to PATH
                          (launchers and tests wait for it)
   --help                 this text
@@ -99,7 +102,8 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       if (!ParseSize(v, &o.max_client_bytes)) {
         return Status::InvalidArgument("--max-client-memory '" + v + "' is not a size like 512M or 8G");
       }
-    } else if (arg == "--timeout" || arg == "--straggler-warning") {
+    } else if (arg == "--timeout" || arg == "--straggler-warning" || arg == "--heartbeat" ||
+               arg == "--peer-timeout") {
       std::string v;
       BATON_RETURN_IF_ERROR(next(&v));
       double seconds = 0;
@@ -107,8 +111,11 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       if (ec != std::errc() || ptr != v.data() + v.size() || seconds <= 0 || seconds > 1e6) {
         return Status::InvalidArgument(arg + " '" + v + "' is not a positive number of seconds");
       }
-      (arg == "--timeout" ? o.default_timeout : o.straggler_warning) =
-          std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+      const auto ms = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+      if (arg == "--timeout") o.default_timeout = ms;
+      else if (arg == "--straggler-warning") o.straggler_warning = ms;
+      else if (arg == "--heartbeat") o.heartbeat_interval = ms;
+      else o.peer_timeout = ms;
     } else {
       return Status::InvalidArgument("unknown option '" + arg + "' (see batond --help)");
     }

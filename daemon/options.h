@@ -19,6 +19,8 @@ struct DaemonOptions {
   uint64_t max_client_bytes = 8ull << 30;                // shared memory one client may hold
   std::chrono::milliseconds default_timeout{300000};     // collective timeout when the client sets none
   std::chrono::milliseconds straggler_warning{5000};     // log a straggler after this long
+  std::chrono::milliseconds heartbeat_interval{1000};    // between heartbeats to peer daemons
+  std::chrono::milliseconds peer_timeout{10000};         // silent this long: peer declared dead
   std::string ready_file;                                // written with the bound addresses once serving
   bool help = false;
 };

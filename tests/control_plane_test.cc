@@ -3,6 +3,8 @@
 // node, a killed peer daemon, and the standard health service.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -183,6 +185,40 @@ TEST(ControlPlane, OperatorAbortReachesEveryRankWithTheReason) {
     EXPECT_NE(messages[r].find("aborted by an operator on node n0"), std::string::npos) << messages[r];
     EXPECT_NE(messages[r].find("maintenance"), std::string::npos) << messages[r];
   }
+}
+
+}  // namespace
+}  // namespace baton::test
+
+namespace baton::test {
+namespace {
+
+// A hung node keeps its TCP connections open: only heartbeats notice.
+TEST(ControlPlane, HungPeerDaemonIsDeclaredDeadByHeartbeats) {
+  auto cluster = StartCluster(2, {"--heartbeat", "0.2", "--peer-timeout", "1.5"});
+  ASSERT_TRUE(cluster->status().ok());
+  baton_result_t code = baton_success;
+  std::string message;
+  double seconds = 0;
+  std::string err = RunRanks(*cluster, {0, 1}, UniqueJob("hung"), [&](int rank, baton_comm_t comm) {
+    if (rank == 1) {
+      ::kill(cluster->pid(1), SIGSTOP);  // node 1 hangs; its sockets stay open
+      return;  // (no destroy: its daemon cannot answer)
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    float x = 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    code = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    message = baton_get_last_error(comm);
+    baton_comm_destroy(comm);
+  }, /*timeout_seconds=*/60, /*destroy=*/false);
+  ::kill(cluster->pid(1), SIGCONT);
+  ASSERT_EQ(err, "");
+  EXPECT_EQ(code, baton_remote_error) << message;
+  EXPECT_NE(message.find("node n1"), std::string::npos) << message;
+  EXPECT_NE(message.find("missed heartbeats"), std::string::npos) << message;
+  EXPECT_LT(seconds, 1.5 + 5.0) << "detected only after " << seconds << " s";
 }
 
 }  // namespace
