@@ -138,4 +138,12 @@ grpc::Status AdminService::AbortCommunicator(grpc::ServerContext* ctx, const bat
   return grpc::Status::OK;
 }
 
+grpc::Status AdminService::GetTrace(grpc::ServerContext*, const baton::v1::TraceRequest* req,
+                                    baton::v1::TraceResponse* out) {
+  auto comm = ctx_.registry->Find(req->comm_uid());
+  if (!comm) return {grpc::StatusCode::NOT_FOUND, "no communicator with uid " + std::to_string(req->comm_uid())};
+  out->set_json(comm->Trace(req->chrome()));
+  return grpc::Status::OK;
+}
+
 }  // namespace baton

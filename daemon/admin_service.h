@@ -38,6 +38,8 @@ class AdminService final : public baton::v1::Admin::Service {
                             baton::v1::InflightResponse* out) override;
   grpc::Status AbortCommunicator(grpc::ServerContext*, const baton::v1::AdminAbortRequest* req,
                                  baton::v1::AdminAbortResponse*) override;
+  grpc::Status GetTrace(grpc::ServerContext*, const baton::v1::TraceRequest* req,
+                        baton::v1::TraceResponse* out) override;
 
  private:
   AdminContext ctx_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cctype>
+#include <cerrno>
 #include <cstring>
 
 #include "common/logging.h"
@@ -40,7 +42,8 @@ Communicator::Communicator(CommSpec spec, DaemonServices services)
       services_(services),
       local_ranks_(spec_.layout.ranks_of_node[spec_.my_node]),
       detached_(local_ranks_.size(), false),
-      next_seq_(local_ranks_.size(), 1) {}
+      next_seq_(local_ranks_.size(), 1),
+      recorder_(services.flight_records) {}
 
 Communicator::~Communicator() = default;
 
@@ -101,9 +104,11 @@ void Communicator::Submit(LocalOp op) {
   auto& slot = pending_[op.seq];
   if (slot.ops.empty()) {
     slot.ops.resize(local_ranks_.size());
+    slot.arrival_us.resize(local_ranks_.size(), 0);
     slot.first_arrival = std::chrono::steady_clock::now();
   }
   slot.ops[idx] = std::move(op);
+  slot.arrival_us[idx] = FlightRecorder::NowMicros();
   cv_.notify_all();
 }
 
@@ -197,8 +202,11 @@ bool Communicator::AbortLocked(const Status& reason) {
 }
 
 void Communicator::Abort(const Status& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (!AbortLocked(reason)) return;
+  lock.unlock();
+  DumpTrace();
+  lock.lock();
   std::vector<std::string> peers;
   for (int n = 0; n < spec_.layout.num_nodes(); ++n) {
     if (n != spec_.my_node && n < static_cast<int>(spec_.node_grpc.size())) peers.push_back(spec_.node_grpc[n]);
@@ -213,8 +221,50 @@ void Communicator::Abort(const Status& reason) {
 }
 
 void Communicator::AbortFromPeer(const Status& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
-  AbortLocked(reason);
+  bool aborted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted = AbortLocked(reason);
+  }
+  if (aborted) DumpTrace();
+}
+
+std::string Communicator::Trace(bool chrome) const {
+  return chrome ? recorder_.ToChromeTrace(spec_.node_names[spec_.my_node], spec_.my_node, spec_.name)
+                : recorder_.ToJson();
+}
+
+FlightRecord Communicator::StartRecordLocked(uint64_t seq, const PendingOp& p) const {
+  FlightRecord r;
+  r.seq = seq;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (!p.ops[i]) continue;
+    if (r.op.empty()) r.op = p.ops[i]->sig.collective == Collective::kSplit ? "split()" : p.ops[i]->sig.ToString();
+    r.bytes += p.ops[i]->bufs.send_bytes;
+    r.arrivals.push_back({local_ranks_[i], p.arrival_us[i]});
+  }
+  r.start_us = FlightRecorder::NowMicros();
+  return r;
+}
+
+void Communicator::DumpTrace() const {
+  if (services_.trace_dir.empty()) return;
+  char uid[24];
+  std::snprintf(uid, sizeof uid, "%016llx", static_cast<unsigned long long>(spec_.uid));
+  std::string safe_job;
+  for (char c : spec_.job + "-" + spec_.name) safe_job += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  const std::string path = services_.trace_dir + "/baton-trace-" + safe_job + "-" + uid + "-" +
+                           spec_.node_names[spec_.my_node] + ".json";
+  const std::string trace = Trace(/*chrome=*/true);
+  FILE* f = std::fopen(path.c_str(), "w");
+  bool ok = f != nullptr && std::fwrite(trace.data(), 1, trace.size(), f) == trace.size();
+  if (f != nullptr && std::fclose(f) != 0) ok = false;
+  if (ok) {
+    BATON_WARN("{}: flight recorder written to {}", Describe(), path);
+  } else {
+    // A full disk must not take the daemon down: say so and go on.
+    BATON_WARN("{}: could not write the flight recorder to {}: {}", Describe(), path, std::strerror(errno));
+  }
 }
 
 CommSnapshot Communicator::Snapshot() const {
@@ -355,6 +405,7 @@ void Communicator::Worker() {
   while (true) {
     std::vector<LocalOp> ops;
     uint64_t seq = 0;
+    FlightRecord record;
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Wait until every local rank submitted the next operation, but not
@@ -379,6 +430,10 @@ void Communicator::Worker() {
         WarnStragglersLocked(now);
         if (now >= deadline) {
           const Status late = LateRanksLocked(pending_.begin()->first, pending_.begin()->second);
+          FlightRecord r = StartRecordLocked(pending_.begin()->first, pending_.begin()->second);
+          r.start_us = r.end_us = FlightRecorder::NowMicros();
+          r.result = late.ToString();
+          recorder_.Record(std::move(r));
           lock.unlock();
           Abort(late);
           lock.lock();
@@ -396,6 +451,7 @@ void Communicator::Worker() {
         continue;
       }
       seq = pending_.begin()->first;
+      record = StartRecordLocked(seq, pending_.begin()->second);
       for (auto& o : pending_.begin()->second.ops) ops.push_back(std::move(*o));
       pending_.erase(pending_.begin());
       running_seq_ = seq;
@@ -404,6 +460,9 @@ void Communicator::Worker() {
       next_straggler_warning_ = {};
     }
     Status result = RunCollective(ops, seq);
+    record.end_us = FlightRecorder::NowMicros();
+    record.result = result.ok() ? "ok" : result.ToString();
+    recorder_.Record(std::move(record));
     {
       std::lock_guard<std::mutex> lock(mu_);
       running_seq_ = 0;

@@ -22,6 +22,7 @@
 
 #include "collectives/layout.h"
 #include "collectives/schedule.h"
+#include "daemon/flight_recorder.h"
 #include "daemon/local_op.h"
 #include "transports/mesh.h"
 
@@ -51,6 +52,8 @@ struct DaemonServices {
   CommRegistry* registry = nullptr;
   // Log a straggler report when an operation waits this long for a rank.
   std::chrono::milliseconds straggler_warning{5000};
+  size_t flight_records = 1000;  // operations kept by each communicator's flight recorder
+  std::string trace_dir;         // where failed communicators dump their trace ("" = nowhere)
 };
 
 // A snapshot for the Admin service.
@@ -100,6 +103,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void AbortFromPeer(const Status& reason);
 
   CommSnapshot Snapshot() const;
+  // The flight recorder, as Chrome trace-event JSON or plain JSON.
+  std::string Trace(bool chrome) const;
   // Operations waiting for local ranks or exchanging with other nodes.
   std::vector<InflightSnapshot> Inflight() const;
 
@@ -110,6 +115,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
  private:
   struct PendingOp {
     std::vector<std::optional<LocalOp>> ops;  // per local index
+    std::vector<int64_t> arrival_us;          // per local index, for the flight recorder
     std::chrono::steady_clock::time_point first_arrival;
   };
 
@@ -126,6 +132,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void FailAllLocked(const Status& st);
   bool AllDetachedLocked() const;
   bool AbortLocked(const Status& reason);
+  FlightRecord StartRecordLocked(uint64_t seq, const PendingOp& p) const;
+  // Writes the flight recorder to services_.trace_dir (after a failure).
+  void DumpTrace() const;
   void WarnStragglersLocked(std::chrono::steady_clock::time_point now);
   int LocalIndex(int rank) const;
 
@@ -162,6 +171,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::string running_op_;
   std::chrono::steady_clock::time_point running_since_;
   std::chrono::steady_clock::time_point next_straggler_warning_;
+  FlightRecorder recorder_;
   std::vector<uint8_t> scratch_;
 };
 

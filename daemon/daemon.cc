@@ -96,8 +96,12 @@ Status Daemon::Start() {
   if (!ec) client_acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
   if (ec) return Status::System("cannot listen on " + options_.socket_path + ": " + ec.message());
 
+  if (!options_.trace_dir.empty()) {
+    std::filesystem::create_directories(options_.trace_dir, fs_ec);
+    if (fs_ec) return Status::System("cannot create --trace-dir " + options_.trace_dir + ": " + fs_ec.message());
+  }
   env_.options = &options_;
-  env_.services = {&broker_, &registry_, options_.straggler_warning};
+  env_.services = {&broker_, &registry_, options_.straggler_warning, options_.flight_records, options_.trace_dir};
   env_.node_id = options_.node_name + "/" + RandomHex();
   env_.rendezvous = options_.rendezvous.empty() ? grpc_hp.ToString() : options_.rendezvous;
 

@@ -32,6 +32,9 @@ options:
   --heartbeat SECONDS    interval of heartbeats to peer daemons (default 1)
   --peer-timeout SECONDS a peer daemon silent this long is declared dead and
                          its communicators aborted (default 10)
+  --flight-records N     operations each communicator's flight recorder keeps (default 1000)
+  --trace-dir DIR        when a communicator fails, write its flight recorder there
+                         (Chrome trace JSON; default: not written)
   --ready-file PATH      once serving, write "data=HOST:PORT grpc=HOST:PORT" to PATH
                          (launchers and tests wait for it)
   --help                 this text
@@ -92,6 +95,16 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next(&o.grpc));
     } else if (arg == "--rendezvous") {
       BATON_RETURN_IF_ERROR(next(&o.rendezvous));
+    } else if (arg == "--trace-dir") {
+      BATON_RETURN_IF_ERROR(next(&o.trace_dir));
+    } else if (arg == "--flight-records") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      uint64_t n = 0;
+      if (!ParseSize(v, &n) || n > 1000000) {
+        return Status::InvalidArgument("--flight-records '" + v + "' is not a count up to 1000000");
+      }
+      o.flight_records = n;
     } else if (arg == "--ready-file") {
       BATON_RETURN_IF_ERROR(next(&o.ready_file));
     } else if (arg == "--node-name") {

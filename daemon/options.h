@@ -21,6 +21,8 @@ struct DaemonOptions {
   std::chrono::milliseconds straggler_warning{5000};     // log a straggler after this long
   std::chrono::milliseconds heartbeat_interval{1000};    // between heartbeats to peer daemons
   std::chrono::milliseconds peer_timeout{10000};         // silent this long: peer declared dead
+  size_t flight_records = 1000;                          // operations kept per communicator
+  std::string trace_dir;                                 // failed communicators dump their trace here
   std::string ready_file;                                // written with the bound addresses once serving
   bool help = false;
 };

@@ -223,3 +223,69 @@ TEST(ControlPlane, HungPeerDaemonIsDeclaredDeadByHeartbeats) {
 
 }  // namespace
 }  // namespace baton::test
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <filesystem>
+
+namespace baton::test {
+namespace {
+
+// Events named `name` in a Chrome trace.
+int CountEvents(const google::protobuf::Struct& trace, const std::string& name) {
+  int n = 0;
+  for (const auto& e : trace.fields().at("traceEvents").list_value().values()) {
+    const auto& f = e.struct_value().fields();
+    if (f.count("name") && f.at("name").string_value() == name) ++n;
+  }
+  return n;
+}
+
+TEST(ControlPlane, FlightRecorderDumpIsChromeTraceJsonWithTheOperations) {
+  const std::string traces = "/tmp/baton-traces-" + std::to_string(::getpid());
+  auto cluster = StartCluster(2, {"--trace-dir", traces});
+  ASSERT_TRUE(cluster->status().ok());
+  std::atomic<int> done{0};
+  std::atomic<bool> checked{false};
+  std::string trace_text;
+  std::thread inspector([&] {
+    while (done < 4) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::string comms = Batonctl("--address " + cluster->rendezvous() + " comms");
+    const std::string uid = comms.substr(comms.find('\n') + 1, 16);
+    const std::string file = cluster->dir() + "/trace.json";
+    Batonctl("--address " + cluster->rendezvous() + " trace " + uid + " -o " + file);
+    trace_text = ReadFile(file);
+    Batonctl("--address " + cluster->rendezvous() + " abort " + uid + " 'end of test'");
+    checked = true;
+  });
+  std::string err = RunRanks(*cluster, {0, 0, 1, 1}, UniqueJob("trace"), [&](int rank, baton_comm_t comm) {
+    float x[8] = {};
+    for (int i = 0; i < 3; ++i) baton_allreduce(x, x, 8, baton_float32, baton_sum, comm, nullptr);
+    baton_broadcast(x, x, 8, baton_float32, 0, comm, nullptr);
+    ++done;
+    while (!checked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    baton_barrier(comm, nullptr);  // fails: aborted
+  });
+  inspector.join();
+  ASSERT_EQ(err, "");
+  google::protobuf::Struct trace;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(trace_text, &trace).ok()) << trace_text;
+  // Node 0 has ranks 0 and 1: one slice per rank per op, plus the exchange.
+  EXPECT_EQ(CountEvents(trace, "allreduce #1"), 2) << trace_text;
+  EXPECT_EQ(CountEvents(trace, "allreduce #3"), 2) << trace_text;
+  EXPECT_EQ(CountEvents(trace, "broadcast #4"), 2) << trace_text;
+  EXPECT_EQ(CountEvents(trace, "allreduce #2 exchange"), 1) << trace_text;
+  // The abort made both daemons dump their recorder.
+  int dumps = 0;
+  for (int i = 0; i < 100 && dumps < 2; ++i) {
+    dumps = 0;
+    for (const auto& f : std::filesystem::directory_iterator(traces)) dumps += f.path().extension() == ".json";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(dumps, 2);
+  std::filesystem::remove_all(traces);
+}
+
+}  // namespace
+}  // namespace baton::test

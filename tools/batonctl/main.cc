@@ -27,6 +27,9 @@ commands:
   inflight [UID]         operations in flight with every rank's arrival (asks peer daemons)
   stragglers [UID]       only the operations that wait for someone, one line each
   abort UID [REASON]     abort a communicator on every node (its ranks get the reason)
+  trace UID [-o FILE] [--plain]
+                         the communicator's flight recorder on this node, as Chrome
+                         trace JSON (chrome://tracing, Perfetto) or plain JSON
 )";
 
 struct Options {
@@ -187,6 +190,34 @@ int main_impl(int argc, char** argv) {
     grpc::Status st = stub->AbortCommunicator(&ctx, req, &resp);
     if (!st.ok()) return Fail(o, st);
     std::printf("aborted\n");
+    return 0;
+  }
+  if (cmd == "trace") {
+    if (args.size() < 2) {
+      std::fprintf(stderr, "batonctl: trace needs a communicator uid (see batonctl comms)\n");
+      return 2;
+    }
+    baton::v1::TraceRequest req;
+    req.set_comm_uid(std::strtoull(args[1].c_str(), nullptr, 16));
+    req.set_chrome(true);
+    std::string file;
+    for (size_t i = 2; i < args.size(); ++i) {
+      if (args[i] == "--plain") req.set_chrome(false);
+      if (args[i] == "-o" && i + 1 < args.size()) file = args[++i];
+    }
+    baton::v1::TraceResponse resp;
+    grpc::Status st = stub->GetTrace(&ctx, req, &resp);
+    if (!st.ok()) return Fail(o, st);
+    if (file.empty()) {
+      std::fputs(resp.json().c_str(), stdout);
+      return 0;
+    }
+    FILE* f = std::fopen(file.c_str(), "w");
+    if (f == nullptr || std::fwrite(resp.json().data(), 1, resp.json().size(), f) != resp.json().size() ||
+        std::fclose(f) != 0) {
+      std::fprintf(stderr, "batonctl: cannot write %s\n", file.c_str());
+      return 2;
+    }
     return 0;
   }
   std::fprintf(stderr, "batonctl: unknown command '%s'\n%s", cmd.c_str(), kUsage);

@@ -1,0 +1,51 @@
+// FlightRecorder: the last N operations of a communicator on this node, with
+// when each local rank submitted it, when the exchange started and ended,
+// and how it ended. Dumped on request (Admin.GetTrace, `batonctl trace`) and
+// automatically when the communicator fails, as plain JSON or as Chrome
+// trace-event JSON (chrome://tracing, Perfetto).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace baton {
+
+struct FlightRecord {
+  uint64_t seq = 0;
+  std::string op;        // signature, e.g. allreduce(count=4, dtype=float32, op=sum)
+  uint64_t bytes = 0;    // bytes this node's ranks contributed
+  std::vector<std::pair<int, int64_t>> arrivals;  // (rank, submit time in us since the epoch)
+  int64_t start_us = 0;  // all local ranks arrived; exchange began
+  int64_t end_us = 0;
+  std::string result;    // "ok" or the error
+};
+
+class FlightRecorder {
+ public:
+  explicit FlightRecorder(size_t capacity) : capacity_(capacity) {}
+
+  void Record(FlightRecord r);
+  size_t size() const;
+
+  // {"records": [...]} with every field above.
+  std::string ToJson() const;
+  // Chrome trace events: per rank a slice from its arrival to the end of
+  // the operation (pid = node, tid = rank), plus the exchange itself.
+  std::string ToChromeTrace(const std::string& node_name, int node_index, const std::string& comm) const;
+
+  static int64_t NowMicros();
+
+ private:
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  std::deque<FlightRecord> records_;
+};
+
+// Escapes a string for a JSON string literal.
+std::string JsonEscape(const std::string& s);
+
+}  // namespace baton
