@@ -8,6 +8,7 @@
 
 #include "common/address.h"
 #include "common/logging.h"
+#include "daemon/sd_notify.h"
 
 namespace baton {
 
@@ -24,6 +25,7 @@ Daemon::Daemon(DaemonOptions options)
     : options_(std::move(options)),
       client_acceptor_(io_),
       signals_(io_, SIGINT, SIGTERM),
+      watchdog_(io_),
       listener_(io_, broker_) {}
 
 Daemon::~Daemon() {
@@ -127,6 +129,8 @@ Status Daemon::Start() {
   }
   BATON_INFO(kInit, "batond {} on node {}: clients {}, data {}, gRPC {}, rendezvous {}", PROJECT_VERSION_STRING,
              options_.node_name, options_.socket_path, env_.data_address, grpc_hp.ToString(), env_.rendezvous);
+  SdNotify("READY=1\nSTATUS=serving clients on " + options_.socket_path + ", data " + env_.data_address);
+  PingWatchdog();
   return Status::Ok();
 }
 
@@ -145,6 +149,18 @@ void Daemon::AcceptClient() {
   });
 }
 
+void Daemon::PingWatchdog() {
+  // The watchdog pings from the event loop: if the loop is stuck, systemd
+  // notices and restarts the daemon.
+  const auto interval = WatchdogPingInterval();
+  if (interval.count() == 0) return;
+  SdNotify("WATCHDOG=1");
+  watchdog_.expires_after(interval);
+  watchdog_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) PingWatchdog();
+  });
+}
+
 void Daemon::Run() {
   io_.run();
   // Fail pending rendezvous joins and stop serving gRPC (bounded wait).
@@ -153,7 +169,9 @@ void Daemon::Run() {
 }
 
 void Daemon::Stop() {
+  SdNotify("STOPPING=1");
   boost::system::error_code ignored;
+  watchdog_.cancel();
   client_acceptor_.close(ignored);
   listener_.Stop();
   std::error_code fs_ignored;

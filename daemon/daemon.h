@@ -35,11 +35,13 @@ class Daemon {
 
  private:
   void AcceptClient();
+  void PingWatchdog();
 
   DaemonOptions options_;
   boost::asio::io_context io_;
   boost::asio::basic_socket_acceptor<UnixSeqPacket> client_acceptor_;
   boost::asio::signal_set signals_;
+  boost::asio::steady_timer watchdog_;
   tcp::ConnectionBroker broker_;
   tcp::TcpListener listener_;
   CommRegistry registry_;

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <fstream>
+#include <vector>
 #include <cstring>
 
 namespace baton {
@@ -37,6 +39,8 @@ options:
                          (Chrome trace JSON; default: not written)
   --ready-file PATH      once serving, write "data=HOST:PORT grpc=HOST:PORT" to PATH
                          (launchers and tests wait for it)
+  --config FILE          read settings from FILE ("key = value" lines, keys as the
+                         long options without dashes); command-line flags win
   --help                 this text
 
 environment:
@@ -61,12 +65,65 @@ bool ParseSize(const std::string& text, uint64_t* out) {
   return true;
 }
 
+namespace {
+
+const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "rendezvous", "node-name",
+                                   "max-client-memory", "timeout", "straggler-warning", "heartbeat",
+                                   "peer-timeout", "flight-records", "trace-dir"};
+
+// Reads "key = value" lines (# comments) into ["--key", "value", ...].
+Status ReadConfigFile(const std::string& path, std::vector<std::string>* args) {
+  std::ifstream in(path);
+  if (!in) return Status::InvalidArgument("cannot read config file " + path);
+  std::string line;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    auto trim = [](std::string s) {
+      const size_t b = s.find_first_not_of(" \t\r");
+      const size_t e = s.find_last_not_of(" \t\r");
+      return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+    };
+    line = trim(line);
+    if (line.empty()) continue;
+    const size_t eq = line.find('=');
+    const std::string where = path + " line " + std::to_string(lineno) + ": ";
+    if (eq == std::string::npos) return Status::InvalidArgument(where + "expected 'key = value', got '" + line + "'");
+    const std::string key = trim(line.substr(0, eq));
+    const std::string value = trim(line.substr(eq + 1));
+    bool known = false;
+    for (const char* k : kConfigKeys) known = known || key == k;
+    if (!known) {
+      std::string keys;
+      for (const char* k : kConfigKeys) keys += (keys.empty() ? "" : ", ") + std::string(k);
+      return Status::InvalidArgument(where + "unknown key '" + key + "' (known: " + keys + ")");
+    }
+    if (value.empty()) return Status::InvalidArgument(where + "'" + key + "' has no value");
+    args->push_back("--" + key);
+    args->push_back(value);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
   DaemonOptions o;
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) o.node_name = host;
+  // Precedence: defaults < config file < command line. The config file's
+  // settings go first so that flags given on the command line win.
+  std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
+    const std::string a = argv[i];
+    std::string path;
+    if (a == "--config" && i + 1 < argc) path = argv[i + 1];
+    if (a.rfind("--config=", 0) == 0) path = a.substr(9);
+    if (!path.empty()) BATON_RETURN_IF_ERROR(ReadConfigFile(path, &args));
+  }
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  const int nargs = static_cast<int>(args.size());
+  for (int i = 0; i < nargs; ++i) {
+    std::string arg = args[i];
     std::string value;
     const size_t eq = arg.find('=');
     bool has_inline = arg.rfind("--", 0) == 0 && eq != std::string::npos;
@@ -79,12 +136,15 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
         *v = value;
         return Status::Ok();
       }
-      if (i + 1 >= argc) return Status::InvalidArgument(arg + " needs a value (see batond --help)");
-      *v = argv[++i];
+      if (i + 1 >= nargs) return Status::InvalidArgument(arg + " needs a value (see batond --help)");
+      *v = args[++i];
       return Status::Ok();
     };
     if (arg == "--help" || arg == "-h") {
       o.help = true;
+    } else if (arg == "--config") {
+      std::string ignored;
+      BATON_RETURN_IF_ERROR(next(&ignored));  // read above
     } else if (arg == "--socket") {
       BATON_RETURN_IF_ERROR(next(&o.socket_path));
     } else if (arg == "--listen") {

@@ -227,6 +227,7 @@ TEST(ControlPlane, HungPeerDaemonIsDeclaredDeadByHeartbeats) {
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <cstring>
 #include <filesystem>
 
 namespace baton::test {
@@ -285,6 +286,45 @@ TEST(ControlPlane, FlightRecorderDumpIsChromeTraceJsonWithTheOperations) {
   }
   EXPECT_EQ(dumps, 2);
   std::filesystem::remove_all(traces);
+}
+
+}  // namespace
+}  // namespace baton::test
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+namespace baton::test {
+namespace {
+
+// batond tells systemd it is ready (Type=notify) and pings the watchdog.
+TEST(ControlPlane, NotifiesSystemdReadinessAndWatchdog) {
+  const std::string path = "/tmp/baton-notify-" + std::to_string(::getpid()) + ".sock";
+  ::unlink(path.c_str());
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  ::setenv("WATCHDOG_USEC", "200000", 1);
+  auto cluster = StartCluster(1);
+  ::unsetenv("NOTIFY_SOCKET");
+  ::unsetenv("WATCHDOG_USEC");
+  ASSERT_TRUE(cluster->status().ok());
+  std::string got;
+  char buf[512];
+  for (int i = 0; i < 5 && got.find("WATCHDOG=1") == std::string::npos; ++i) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n)).push_back('|');
+  }
+  ::close(fd);
+  ::unlink(path.c_str());
+  EXPECT_NE(got.find("READY=1"), std::string::npos) << got;
+  EXPECT_NE(got.find("WATCHDOG=1"), std::string::npos) << got;
 }
 
 }  // namespace

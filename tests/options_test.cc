@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "daemon/options.h"
+
+namespace baton {
+namespace {
+
+Status Parse(std::vector<std::string> args, DaemonOptions* o) {
+  args.insert(args.begin(), "batond");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return ParseDaemonOptions(static_cast<int>(argv.size()), argv.data(), o);
+}
+
+std::string WriteConfig(const std::string& text) {
+  char path[] = "/tmp/batond-conf-XXXXXX";
+  int fd = ::mkstemp(path);
+  ::close(fd);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Options, DefaultsAndFlags) {
+  DaemonOptions o;
+  ASSERT_TRUE(Parse({"--listen", "10.0.0.1:7000", "--timeout=2.5", "--max-client-memory", "512M"}, &o).ok());
+  EXPECT_EQ(o.listen, "10.0.0.1:7000");
+  EXPECT_EQ(o.default_timeout.count(), 2500);
+  EXPECT_EQ(o.max_client_bytes, 512ull << 20);
+  EXPECT_EQ(o.grpc, "127.0.0.1:7101");
+}
+
+TEST(Options, ConfigFileIsOverriddenByTheCommandLine) {
+  const std::string path = WriteConfig("# comment\nlisten = 10.1.1.1:7100  # trailing\ntimeout = 7\n\ntrace-dir = /x\n");
+  DaemonOptions o;
+  ASSERT_TRUE(Parse({"--timeout", "9", "--config", path}, &o).ok());
+  EXPECT_EQ(o.listen, "10.1.1.1:7100");
+  EXPECT_EQ(o.default_timeout.count(), 9000);  // the flag wins, wherever it stands
+  EXPECT_EQ(o.trace_dir, "/x");
+  std::remove(path.c_str());
+}
+
+TEST(Options, UnknownConfigKeyNamesTheLine) {
+  const std::string path = WriteConfig("listen = 1.2.3.4:5\ntimeuot = 5\n");
+  DaemonOptions o;
+  Status st = Parse({"--config", path}, &o);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("line 2: unknown key 'timeuot'"), std::string::npos) << st.message();
+  std::remove(path.c_str());
+}
+
+TEST(Options, InvalidValuesAreRejected) {
+  DaemonOptions o;
+  Status st = Parse({"--timeout", "-1"}, &o);
+  EXPECT_NE(st.message().find("--timeout '-1' is not a positive number of seconds"), std::string::npos);
+  st = Parse({"--max-client-memory", "lots"}, &o);
+  EXPECT_NE(st.message().find("not a size"), std::string::npos) << st.message();
+  st = Parse({"--bogus"}, &o);
+  EXPECT_NE(st.message().find("unknown option '--bogus'"), std::string::npos) << st.message();
+  st = Parse({"--listen"}, &o);
+  EXPECT_NE(st.message().find("--listen needs a value"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace baton
+
+namespace baton {
+namespace {
+
+TEST(Options, ShippedConfigFileParses) {
+  DaemonOptions o;
+  Status st = Parse({"--config", std::string(BATON_SOURCE_DIR) + "/deploy/batond.conf"}, &o);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(o.socket_path, "/run/baton/batond.sock");
+  EXPECT_EQ(o.peer_timeout.count(), 10000);
+  EXPECT_EQ(o.trace_dir, "/var/lib/baton/traces");
+}
+
+}  // namespace
+}  // namespace baton
