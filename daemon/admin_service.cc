@@ -146,4 +146,11 @@ grpc::Status AdminService::GetTrace(grpc::ServerContext*, const baton::v1::Trace
   return grpc::Status::OK;
 }
 
+grpc::Status AdminService::GetCounters(grpc::ServerContext*, const baton::v1::CountersRequest*,
+                                       baton::v1::Counters* out) {
+  if (ctx_.metrics != nullptr) ctx_.metrics->Fill(out);
+  if (ctx_.rejected_connections) out->set_rejected_connections(ctx_.rejected_connections());
+  return grpc::Status::OK;
+}
+
 }  // namespace baton

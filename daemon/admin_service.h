@@ -6,10 +6,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "baton/v1/admin.grpc.pb.h"
 #include "daemon/comm_registry.h"
+#include "daemon/metrics.h"
 
 namespace baton {
 
@@ -23,6 +25,8 @@ struct AdminContext {
   const std::atomic<uint32_t>* clients = nullptr;
   // An operation is reported as straggling once it waited this long.
   std::chrono::milliseconds straggler_warning{5000};
+  const Metrics* metrics = nullptr;
+  std::function<uint64_t()> rejected_connections;
 };
 
 class AdminService final : public baton::v1::Admin::Service {
@@ -40,6 +44,8 @@ class AdminService final : public baton::v1::Admin::Service {
                                  baton::v1::AdminAbortResponse*) override;
   grpc::Status GetTrace(grpc::ServerContext*, const baton::v1::TraceRequest* req,
                         baton::v1::TraceResponse* out) override;
+  grpc::Status GetCounters(grpc::ServerContext*, const baton::v1::CountersRequest*,
+                           baton::v1::Counters* out) override;
 
  private:
   AdminContext ctx_;

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "control/peer_client.h"
 #include "daemon/comm_registry.h"
+#include "daemon/metrics.h"
 #include "daemon/p2p_link.h"
 #include "transports/tcp/connection_broker.h"
 #include "transports/tcp/tcp_mesh.h"
@@ -459,7 +460,12 @@ void Communicator::Worker() {
       running_since_ = std::chrono::steady_clock::now();
       next_straggler_warning_ = {};
     }
+    const auto started = std::chrono::steady_clock::now();
     Status result = RunCollective(ops, seq);
+    if (services_.metrics != nullptr) {
+      services_.metrics->RecordOp(ops[0].sig.collective, record.bytes, std::chrono::steady_clock::now() - started,
+                                  result.ok());
+    }
     record.end_us = FlightRecorder::NowMicros();
     record.result = result.ok() ? "ok" : result.ToString();
     recorder_.Record(std::move(record));
@@ -547,6 +553,24 @@ Status Communicator::DiagnoseNetworkTimeout(uint64_t seq, const OpSignature& sig
                          Seconds(spec_.timeout) + ": " + why);
 }
 
+void Communicator::CountTraffic(const Schedule& schedule) const {
+  uint64_t sent = 0, received = 0, local = 0;
+  for (const Phase& p : schedule.phases) {
+    for (const Step& s : p.steps) {
+      switch (s.kind) {
+        case StepKind::kSend: sent += s.src.bytes; break;
+        case StepKind::kRecv:
+        case StepKind::kRecvReduce: received += s.dst.bytes; break;
+        case StepKind::kCopy:
+        case StepKind::kReduce: local += s.src.bytes; break;
+        case StepKind::kDivide: break;
+      }
+    }
+  }
+  services_.metrics->RecordNetwork(sent, received);
+  services_.metrics->RecordLocalCopy(local);
+}
+
 Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
   Status st = CheckSignatures(ops, seq);
   const OpSignature sig = ops[0].sig;
@@ -579,6 +603,7 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
       ExecutionContext ctx{&buffers, &scratch_, mesh_.get(), MessageStamp{spec_.uid, seq, sig},
                            std::chrono::steady_clock::now() + spec_.timeout + grace};
       st = ExecuteSchedule(schedule, ctx);
+      if (st.ok() && services_.metrics != nullptr) CountTraffic(schedule);
       if (st.code() == Code::kTimeout) st = DiagnoseNetworkTimeout(seq, sig, st);
     }
   }

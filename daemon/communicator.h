@@ -32,6 +32,7 @@ namespace tcp {
 class ConnectionBroker;
 }
 class CommRegistry;
+class Metrics;
 class P2pLink;
 
 struct CommSpec {
@@ -50,6 +51,7 @@ struct CommSpec {
 struct DaemonServices {
   tcp::ConnectionBroker* broker = nullptr;
   CommRegistry* registry = nullptr;
+  Metrics* metrics = nullptr;
   // Log a straggler report when an operation waits this long for a rank.
   std::chrono::milliseconds straggler_warning{5000};
   size_t flight_records = 1000;  // operations kept by each communicator's flight recorder
@@ -123,6 +125,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void Worker();
   Status Connect();
   Status RunCollective(std::vector<LocalOp>& ops, uint64_t seq);
+  void CountTraffic(const Schedule& schedule) const;
   void FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered);
   Status CheckSignatures(const std::vector<LocalOp>& ops, uint64_t seq) const;
   // The error for local ranks that did not submit op `seq` within the timeout.

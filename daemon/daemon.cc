@@ -64,7 +64,8 @@ Status Daemon::Start() {
   HostPort grpc_hp;
   BATON_RETURN_IF_ERROR(ParseHostPort(options_.grpc, &grpc_hp));
   AdminContext admin{&registry_, PROJECT_VERSION_STRING, options_.node_name, env_.data_address,
-                     options_.socket_path, started_, &clients_, options_.straggler_warning};
+                     options_.socket_path, started_, &clients_, options_.straggler_warning, &metrics_,
+                     [this] { return listener_.rejected(); }};
   admin_service_ = std::make_unique<AdminService>(admin);
   builder.RegisterService(admin_service_.get());
   grpc_server_ = builder.BuildAndStart();
@@ -103,7 +104,8 @@ Status Daemon::Start() {
     if (fs_ec) return Status::System("cannot create --trace-dir " + options_.trace_dir + ": " + fs_ec.message());
   }
   env_.options = &options_;
-  env_.services = {&broker_, &registry_, options_.straggler_warning, options_.flight_records, options_.trace_dir};
+  env_.services = {&broker_, &registry_, &metrics_, options_.straggler_warning, options_.flight_records,
+                   options_.trace_dir};
   env_.node_id = options_.node_name + "/" + RandomHex();
   env_.rendezvous = options_.rendezvous.empty() ? grpc_hp.ToString() : options_.rendezvous;
 

@@ -45,6 +45,7 @@ class Daemon {
   tcp::ConnectionBroker broker_;
   tcp::TcpListener listener_;
   CommRegistry registry_;
+  Metrics metrics_;
   RendezvousService rendezvous_;
   std::unique_ptr<PeerService> peer_service_;
   std::unique_ptr<AdminService> admin_service_;

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <map>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -325,6 +326,42 @@ TEST(ControlPlane, NotifiesSystemdReadinessAndWatchdog) {
   ::unlink(path.c_str());
   EXPECT_NE(got.find("READY=1"), std::string::npos) << got;
   EXPECT_NE(got.find("WATCHDOG=1"), std::string::npos) << got;
+}
+
+}  // namespace
+}  // namespace baton::test
+
+namespace baton::test {
+namespace {
+
+TEST(ControlPlane, CountersCountOperationsBytesAndTraffic) {
+  auto cluster = StartCluster(2);
+  ASSERT_TRUE(cluster->status().ok());
+  std::string err = RunRanks(*cluster, {0, 1}, UniqueJob("counters"), [&](int, baton_comm_t comm) {
+    std::vector<float> x(1000, 1.0f);
+    for (int i = 0; i < 5; ++i) baton_allreduce(x.data(), x.data(), x.size(), baton_float32, baton_sum, comm, nullptr);
+    baton_broadcast(x.data(), x.data(), x.size(), baton_float32, 0, comm, nullptr);
+  });
+  ASSERT_EQ(err, "");
+  const std::string out = Batonctl("--address " + cluster->rendezvous() + " --json counters");
+  google::protobuf::Struct c;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &c).ok()) << out;
+  std::map<std::string, double> ops, bytes;
+  for (const auto& v : c.fields().at("collectives").list_value().values()) {
+    const auto& f = v.struct_value().fields();
+    // uint64 fields come as JSON strings.
+    ops[f.at("collective").string_value()] = std::stod(f.at("ops").string_value());
+    bytes[f.at("collective").string_value()] = std::stod(f.at("bytes").string_value());
+  }
+  EXPECT_EQ(ops["allreduce"], 5);
+  EXPECT_EQ(bytes["allreduce"], 5 * 4000);  // node 0's one rank contributed 4000 bytes each time
+  EXPECT_EQ(ops["broadcast"], 1);
+  double tcp_sent = 0;
+  for (const auto& v : c.fields().at("transports").list_value().values()) {
+    const auto& f = v.struct_value().fields();
+    if (f.at("transport").string_value() == "tcp") tcp_sent = std::stod(f.at("bytesSent").string_value());
+  }
+  EXPECT_GT(tcp_sent, 5 * 2000) << out;  // every algorithm sends at least half of each vector to the other node
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ commands:
   inflight [UID]         operations in flight with every rank's arrival (asks peer daemons)
   stragglers [UID]       only the operations that wait for someone, one line each
   abort UID [REASON]     abort a communicator on every node (its ranks get the reason)
+  counters               operations, bytes and latency histogram per collective; bytes per transport
   trace UID [-o FILE] [--plain]
                          the communicator's flight recorder on this node, as Chrome
                          trace JSON (chrome://tracing, Perfetto) or plain JSON
@@ -190,6 +191,31 @@ int main_impl(int argc, char** argv) {
     grpc::Status st = stub->AbortCommunicator(&ctx, req, &resp);
     if (!st.ok()) return Fail(o, st);
     std::printf("aborted\n");
+    return 0;
+  }
+  if (cmd == "counters") {
+    baton::v1::Counters c;
+    grpc::Status st = stub->GetCounters(&ctx, {}, &c);
+    if (!st.ok()) return Fail(o, st);
+    if (o.json) {
+      PrintJson(c);
+      return 0;
+    }
+    std::printf("%-14s %10s %8s %14s   latency (us): ", "COLLECTIVE", "OPS", "FAILED", "BYTES");
+    for (auto b : c.latency_bucket_bounds_us()) std::printf("<=%-8llu", static_cast<unsigned long long>(b));
+    std::printf(">\n");
+    for (const auto& k : c.collectives()) {
+      std::printf("%-14s %10llu %8llu %14llu                 ", k.collective().c_str(),
+                  static_cast<unsigned long long>(k.ops()), static_cast<unsigned long long>(k.failed()),
+                  static_cast<unsigned long long>(k.bytes()));
+      for (auto n : k.latency_buckets()) std::printf("%-10llu", static_cast<unsigned long long>(n));
+      std::printf("\n");
+    }
+    for (const auto& t : c.transports()) {
+      std::printf("transport %-4s sent %llu B, received %llu B\n", t.transport().c_str(),
+                  static_cast<unsigned long long>(t.bytes_sent()), static_cast<unsigned long long>(t.bytes_received()));
+    }
+    std::printf("rejected data connections: %llu\n", static_cast<unsigned long long>(c.rejected_connections()));
     return 0;
   }
   if (cmd == "trace") {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/asio.h"
+#include <atomic>
 #include <string>
 
 #include "common/status.h"
@@ -18,7 +19,7 @@ class TcpListener {
   // Binds host:port (port 0 picks one); `bound` gets the actual address.
   Status Listen(const std::string& host_port, std::string* bound);
   void Stop();
-  uint64_t rejected() const { return rejected_; }
+  uint64_t rejected() const { return rejected_.load(); }
 
  private:
   void AcceptNext();
@@ -26,7 +27,7 @@ class TcpListener {
   boost::asio::io_context& io_;
   ConnectionBroker& broker_;
   boost::asio::ip::tcp::acceptor acceptor_;
-  uint64_t rejected_ = 0;
+  std::atomic<uint64_t> rejected_{0};
 };
 
 }  // namespace baton::tcp
