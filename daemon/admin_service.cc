@@ -84,9 +84,11 @@ grpc::Status AdminService::ListInflight(grpc::ServerContext*, const baton::v1::I
       op->set_seq(s.seq);
       op->set_op(s.op);
       op->set_waiting_seconds(s.waiting_seconds);
-      for (int r : s.arrived) {
+      for (size_t i = 0; i < s.arrived.size(); ++i) {
+        const int r = s.arrived[i];
         auto* rs = op->add_ranks();
         rs->set_rank(r);
+        rs->set_arrival_unix_us(s.arrival_us[i]);
         rs->set_node(spec.node_names[spec.my_node]);
         rs->set_arrived(true);
         rs->set_known(true);
@@ -116,6 +118,7 @@ grpc::Status AdminService::ListInflight(grpc::ServerContext*, const baton::v1::I
               if (a.rank() != r) continue;
               rs->set_known(true);
               rs->set_arrived(a.arrived());
+              rs->set_arrival_unix_us(a.arrival_unix_us());
               rs->set_last_completed_seq(a.last_completed_seq());
             }
           }

@@ -291,6 +291,7 @@ std::vector<InflightSnapshot> Communicator::Inflight() const {
     r.waiting_seconds = std::chrono::duration<double>(now - running_since_).count();
     r.running = true;
     r.arrived = local_ranks_;
+    r.arrival_us = running_arrivals_;
     out.push_back(std::move(r));
   }
   for (const auto& [seq, p] : pending_) {
@@ -299,6 +300,7 @@ std::vector<InflightSnapshot> Communicator::Inflight() const {
     r.waiting_seconds = std::chrono::duration<double>(now - p.first_arrival).count();
     for (size_t i = 0; i < p.ops.size(); ++i) {
       (p.ops[i] ? r.arrived : r.missing).push_back(local_ranks_[i]);
+      if (p.ops[i]) r.arrival_us.push_back(p.arrival_us[i]);
       if (p.ops[i] && r.op.empty()) {
         r.op = p.ops[i]->sig.collective == Collective::kSplit ? "comm split" : p.ops[i]->sig.ToString();
       }
@@ -458,6 +460,8 @@ void Communicator::Worker() {
       running_seq_ = seq;
       running_op_ = ops[0].sig.collective == Collective::kSplit ? "comm split" : ops[0].sig.ToString();
       running_since_ = std::chrono::steady_clock::now();
+      running_arrivals_.clear();
+      for (const auto& [rank, us] : record.arrivals) running_arrivals_.push_back(us);
       next_straggler_warning_ = {};
     }
     const auto started = std::chrono::steady_clock::now();

@@ -75,6 +75,7 @@ struct InflightSnapshot {
   double waiting_seconds = 0;
   bool running = false;            // all local ranks arrived; exchanging with other nodes
   std::vector<int> arrived;        // local ranks that submitted it
+  std::vector<int64_t> arrival_us; // when, per entry of `arrived` (us since the epoch)
   std::vector<int> missing;        // local ranks that did not
 };
 
@@ -172,6 +173,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   uint64_t bytes_completed_ = 0;
   uint64_t running_seq_ = 0;  // 0: none
   std::string running_op_;
+  std::vector<int64_t> running_arrivals_;  // per local rank
   std::chrono::steady_clock::time_point running_since_;
   std::chrono::steady_clock::time_point next_straggler_warning_;
   FlightRecorder recorder_;

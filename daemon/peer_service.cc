@@ -33,7 +33,9 @@ grpc::Status PeerService::GetArrivals(grpc::ServerContext*, const baton::v1::Arr
     a->set_rank(r);
     a->set_last_completed_seq(snap.last_completed_seq);
     if (op != inflight.end()) {
-      a->set_arrived(std::find(op->arrived.begin(), op->arrived.end(), r) != op->arrived.end());
+      auto it = std::find(op->arrived.begin(), op->arrived.end(), r);
+      a->set_arrived(it != op->arrived.end());
+      if (it != op->arrived.end()) a->set_arrival_unix_us(op->arrival_us[it - op->arrived.begin()]);
       a->set_waited_seconds(op->waiting_seconds);
     } else {
       // Not pending here: either done already, or no local rank called it yet.

@@ -6,7 +6,9 @@
 #include <grpcpp/grpcpp.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <chrono>
 #include <cstdio>
+#include <map>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@ Asks a batond (default 127.0.0.1:7101, or $BATON_ADMIN) over gRPC.
 commands:
   health [SERVICE]       grpc.health.v1 Check; exit 0 only if SERVING
   status                 node, version, uptime, addresses, transports
+  jobs                   jobs with communicators on this node
   comms [--job ID]       communicators: members, nodes, state, last completed op
   inflight [UID]         operations in flight with every rank's arrival (asks peer daemons)
   stragglers [UID]       only the operations that wait for someone, one line each
@@ -121,6 +124,40 @@ int main_impl(int argc, char** argv) {
     }
     return 0;
   }
+  if (cmd == "jobs") {
+    baton::v1::ListCommunicatorsResponse resp;
+    grpc::Status st = stub->ListCommunicators(&ctx, {}, &resp);
+    if (!st.ok()) return Fail(o, st);
+    struct Job {
+      int comms = 0, failed = 0;
+      uint32_t world = 0;
+      int local = 0;
+    };
+    std::map<std::string, Job> jobs;
+    for (const auto& c : resp.communicators()) {
+      Job& j = jobs[c.job_id()];
+      ++j.comms;
+      j.failed += c.state() == "failed";
+      if (c.name() == "world") {
+        j.world = c.size();
+        j.local = c.local_ranks_size();
+      }
+    }
+    if (o.json) {
+      std::printf("[");
+      bool first = true;
+      for (const auto& [id, j] : jobs) {
+        std::printf("%s\n  {\"job\": \"%s\", \"communicators\": %d, \"failed\": %d, \"world_size\": %u, "
+                    "\"local_ranks\": %d}", first ? "" : ",", id.c_str(), j.comms, j.failed, j.world, j.local);
+        first = false;
+      }
+      std::printf("\n]\n");
+      return 0;
+    }
+    std::printf("%-24s %6s %6s %6s %6s\n", "JOB", "COMMS", "FAILED", "WORLD", "LOCAL");
+    for (const auto& [id, j] : jobs) std::printf("%-24s %6d %6d %6u %6d\n", id.c_str(), j.comms, j.failed, j.world, j.local);
+    return 0;
+  }
   if (cmd == "comms") {
     baton::v1::ListCommunicatorsRequest req;
     for (size_t i = 1; i + 1 < args.size(); ++i) {
@@ -172,9 +209,15 @@ int main_impl(int argc, char** argv) {
       std::printf("%s seq %llu on comm \"%s\" (job %s): %s, waiting %.1f s\n", op.op().c_str(),
                   static_cast<unsigned long long>(op.seq()), op.comm_name().c_str(), op.job_id().c_str(),
                   op.summary().empty() ? "all ranks arrived" : "incomplete", op.waiting_seconds());
+      const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()).count();
       for (const auto& r : op.ranks()) {
-        std::printf("    rank %-5d node %-12s %s\n", r.rank(), r.node().c_str(),
-                    !r.known() ? "unknown (node not answering)" : r.arrived() ? "arrived" : "NOT ARRIVED");
+        char when[64] = "";
+        if (r.arrived() && r.arrival_unix_us() > 0) {
+          std::snprintf(when, sizeof when, " %.3f s ago", static_cast<double>(now_us - r.arrival_unix_us()) / 1e6);
+        }
+        std::printf("    rank %-5d node %-12s %s%s\n", r.rank(), r.node().c_str(),
+                    !r.known() ? "unknown (node not answering)" : r.arrived() ? "arrived" : "NOT ARRIVED", when);
       }
     }
     return 0;
