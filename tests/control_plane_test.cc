@@ -186,6 +186,14 @@ TEST(ControlPlane, OperatorAbortReachesEveryRankWithTheReason) {
     EXPECT_NE(messages[r].find("aborted by an operator on node n0"), std::string::npos) << messages[r];
     EXPECT_NE(messages[r].find("maintenance"), std::string::npos) << messages[r];
   }
+  // Once the ranks destroyed it, nothing of the communicator is left.
+  std::string status;
+  for (int i = 0; i < 100; ++i) {
+    status = Batonctl("--address " + cluster->rendezvous() + " status");
+    if (status.find("communicators 0") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(status.find("communicators 0"), std::string::npos) << status;
 }
 
 }  // namespace
