@@ -30,12 +30,6 @@ std::string RegionString(const Region& r) {
 
 }  // namespace
 
-size_t Schedule::NumSteps() const {
-  size_t n = 0;
-  for (const auto& p : phases) n += p.steps.size();
-  return n;
-}
-
 std::string Schedule::ToString() const {
   std::ostringstream os;
   for (size_t i = 0; i < phases.size(); ++i) {

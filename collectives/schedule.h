@@ -65,7 +65,6 @@ struct Schedule {
   std::vector<Phase> phases;
   uint64_t scratch_bytes = 0;  // scratch space the executor must provide
 
-  size_t NumSteps() const;
   std::string ToString() const;  // one line per step, for logs and tests
 };
 

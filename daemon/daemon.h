@@ -31,8 +31,6 @@ class Daemon {
   void Run();
   void Stop();
 
-  const std::string& data_address() const { return env_.data_address; }
-
  private:
   void AcceptClient();
   void PingWatchdog();

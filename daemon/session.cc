@@ -45,7 +45,7 @@ std::string Session::Who() const {
 }
 
 void Session::Start() {
-  BATON_INFO(kClient, "client connected: {}", Who());
+  BATON_INFO(kClient, "client #{} connected: {}", id_, Who());
   ReadNext();
 }
 

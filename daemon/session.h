@@ -44,8 +44,6 @@ class Session : public std::enable_shared_from_this<Session> {
   // Publishes the result of the operation that named `completion`. Thread-safe.
   void Complete(uint32_t completion, const Status& st);
 
-  const ucred& peer() const { return peer_; }
-
  private:
   struct Membership {
     std::shared_ptr<Communicator> comm;

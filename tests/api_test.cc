@@ -322,15 +322,9 @@ TEST_F(ApiTest, InvalidArgumentsAreRejectedWithMessages) {
 TEST(Rendezvous, TimeoutListsTheMissingRanks) {
   auto cluster = StartCluster(1);
   ASSERT_TRUE(cluster->status().ok());
-  baton_config_t cfg = BATON_CONFIG_INITIALIZER;
-  const std::string job = UniqueJob("rdv");
-  cfg.job_id = job.c_str();
-  const std::string& sock = cluster->socket(0);
-  cfg.daemon_socket = sock.c_str();
-  cfg.timeout_seconds = 1;
   baton_comm_t comm = nullptr;
   // Only rank 1 of 4 ever arrives.
-  baton_result_t rc = baton_comm_init_config(&comm, 4, 1, &cfg);
+  baton_result_t rc = InitRank(*cluster, 0, UniqueJob("rdv"), 4, 1, &comm, /*timeout_seconds=*/1);
   std::string msg = baton_get_last_error(nullptr);
   EXPECT_EQ(rc, baton_timeout) << msg;
   EXPECT_NE(msg.find("ranks 0,2,3"), std::string::npos) << msg;

@@ -49,13 +49,8 @@ TEST(Faults, RankKilledMidCollectiveFailsTheOthersWithItsName) {
   std::vector<std::thread> ranks;
   for (int r : {0, 2}) {
     ranks.emplace_back([&, r] {
-      baton_config_t cfg = BATON_CONFIG_INITIALIZER;
-      cfg.job_id = job.c_str();
-      const std::string sock = cluster->socket(r == 0 ? 0 : 1);
-      cfg.daemon_socket = sock.c_str();
-      cfg.rendezvous = cluster->rendezvous().c_str();
       baton_comm_t comm = nullptr;
-      ASSERT_EQ(baton_comm_init_config(&comm, 3, r, &cfg), baton_success) << baton_get_last_error(nullptr);
+      ASSERT_EQ(InitRank(*cluster, r == 0 ? 0 : 1, job, 3, r, &comm), baton_success) << baton_get_last_error(nullptr);
       float x = 1;
       const auto t0 = std::chrono::steady_clock::now();
       codes[r] = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
@@ -87,13 +82,8 @@ TEST(Faults, RankExitingWithoutDestroyFailsTheNextCollective) {
   ASSERT_TRUE(cluster->status().ok());
   const std::string job = UniqueJob("exit");
   pid_t quitter = SpawnRank(*cluster, 0, job, 2, 1, "exit");
-  baton_config_t cfg = BATON_CONFIG_INITIALIZER;
-  cfg.job_id = job.c_str();
-  const std::string sock = cluster->socket(0);
-  cfg.daemon_socket = sock.c_str();
-  cfg.rendezvous = cluster->rendezvous().c_str();
   baton_comm_t comm = nullptr;
-  ASSERT_EQ(baton_comm_init_config(&comm, 2, 0, &cfg), baton_success) << baton_get_last_error(nullptr);
+  ASSERT_EQ(InitRank(*cluster, 0, job, 2, 0, &comm), baton_success) << baton_get_last_error(nullptr);
   int status = 0;
   ::waitpid(quitter, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);

@@ -169,13 +169,8 @@ TEST_F(HostileClient, InvalidDescriptorFailsTheWholeCommunicatorInsteadOfHanging
     Status st = Submit(d);
     EXPECT_EQ(st.code(), Code::kInvalidArgument);
   });
-  baton_config_t cfg = BATON_CONFIG_INITIALIZER;
-  cfg.job_id = job.c_str();
-  const std::string sock = cluster_->socket(0);
-  cfg.daemon_socket = sock.c_str();
-  cfg.rendezvous = cluster_->rendezvous().c_str();
   baton_comm_t comm = nullptr;
-  ASSERT_EQ(baton_comm_init_config(&comm, 2, 0, &cfg), baton_success) << baton_get_last_error(nullptr);
+  ASSERT_EQ(InitRank(*cluster_, 0, job, 2, 0, &comm), baton_success) << baton_get_last_error(nullptr);
   float x = 1;
   baton_result_t rc = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
   std::string msg = baton_get_last_error(comm);

@@ -12,6 +12,16 @@ std::unique_ptr<LocalCluster> StartCluster(int nodes, std::vector<std::string> e
   return std::make_unique<LocalCluster>(BATON_BATOND_PATH, nodes, std::move(extra_args));
 }
 
+baton_result_t InitRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank,
+                        baton_comm_t* comm, double timeout_seconds) {
+  baton_config_t cfg = BATON_CONFIG_INITIALIZER;
+  cfg.job_id = job.c_str();
+  cfg.daemon_socket = cluster.socket(node).c_str();
+  cfg.rendezvous = cluster.rendezvous().c_str();
+  cfg.timeout_seconds = timeout_seconds;
+  return baton_comm_init_config(comm, world, rank, &cfg);
+}
+
 std::string UniqueJob(const std::string& prefix) {
   static std::atomic<int> counter{0};
   return prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
@@ -25,14 +35,8 @@ std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_o
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
-      baton_config_t cfg = BATON_CONFIG_INITIALIZER;
-      cfg.job_id = job.c_str();
-      const std::string& sock = cluster.socket(node_of_rank[r]);
-      cfg.daemon_socket = sock.c_str();
-      cfg.rendezvous = cluster.rendezvous().c_str();
-      cfg.timeout_seconds = timeout_seconds;
       baton_comm_t comm = nullptr;
-      baton_result_t rc = baton_comm_init_config(&comm, world, r, &cfg);
+      baton_result_t rc = InitRank(cluster, node_of_rank[r], job, world, r, &comm, timeout_seconds);
       if (rc != baton_success) {
         std::lock_guard<std::mutex> lock(mu);
         if (first_error.empty()) first_error = "rank " + std::to_string(r) + ": " + baton_get_last_error(nullptr);

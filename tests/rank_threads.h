@@ -24,6 +24,10 @@ std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_o
                      const std::function<void(int rank, baton_comm_t comm)>& body, double timeout_seconds = 60,
                      bool destroy = true);
 
+// Creates rank `rank` of `world` in `job` through the daemon of `node`.
+baton_result_t InitRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank,
+                        baton_comm_t* comm, double timeout_seconds = 60);
+
 // A unique job id per call, so tests never collide in rendezvous.
 std::string UniqueJob(const std::string& prefix);
 

@@ -53,11 +53,6 @@ void ConnectionBroker::Forget(uint64_t comm_uid) {
   }
 }
 
-size_t ConnectionBroker::parked() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return parked_.size();
-}
-
 void TuneDataSocket(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -24,7 +24,6 @@ class ConnectionBroker {
   Status Await(uint64_t comm_uid, Channel channel, uint32_t from_node, Clock::time_point deadline, UniqueFd* out);
   // Drops every parked connection of a communicator (it failed or was destroyed).
   void Forget(uint64_t comm_uid);
-  size_t parked() const;
 
  private:
   using Key = std::tuple<uint64_t, uint16_t, uint32_t>;
