@@ -8,6 +8,7 @@
 // Reductions always start from the work owner's own input and then fold the
 // other local ranks in rank order, so in-place calls never read a clobbered
 // buffer and every node folds in the same order.
+#include <algorithm>
 #include <bit>
 
 #include "collectives/inter_node.h"
@@ -215,6 +216,26 @@ void PlanAllToAll(Ctx& c) {
   c.b.EndPhase();
 }
 
+// Every node sends an empty message to the next node and receives one from
+// the previous, as the first message of each stream, in its first network
+// phase. Headers carry the signature, so a disagreement between any two
+// nodes shows up between some adjacent pair, even when the schedules would
+// otherwise send without receiving (two nodes that both believe they hold
+// the root of a broadcast). It travels with the data: no extra round trip.
+void AddSignatureRing(Schedule* s, int node, int num_nodes) {
+  if (num_nodes < 2) return;
+  auto first_network = std::find_if(s->phases.begin(), s->phases.end(), [](const Phase& p) {
+    return std::any_of(p.steps.begin(), p.steps.end(), [](const Step& st) { return st.IsNetwork(); });
+  });
+  if (first_network == s->phases.end()) first_network = s->phases.insert(s->phases.end(), Phase{});
+  auto& steps = first_network->steps;
+  auto pos = std::find_if(steps.begin(), steps.end(), [](const Step& st) { return st.IsNetwork(); });
+  const Step signal{StepKind::kSend, {}, {}, (node + 1) % num_nodes};
+  const Step await{StepKind::kRecv, {}, {}, (node + num_nodes - 1) % num_nodes};
+  pos = steps.insert(pos, await);
+  steps.insert(pos, signal);
+}
+
 }  // namespace
 
 Algorithm ChooseAlgorithm(const OpSignature& sig, int num_nodes, Algorithm requested) {
@@ -267,6 +288,7 @@ Status BuildSchedule(const PlanInput& in, Schedule* out) {
       return Status::Internal("send/recv are point-to-point and have no schedule");
   }
   b.Finish();
+  AddSignatureRing(out, c.node, c.num_nodes);
   return Status::Ok();
 }
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <chrono>
 #include <cstdio>
@@ -110,22 +111,48 @@ TEST(ControlPlane, TimeoutDiagnosisReachesRanksOnEveryNode) {
   }
 }
 
-TEST(ControlPlane, MismatchAcrossNodesIsReportedOnEveryRank) {
+// Node 0's ranks call one thing, node 1's another: each node agrees
+// locally, so only the message headers can tell. Every rank must hear it.
+struct MismatchCase {
+  const char* name;
+  std::function<baton_result_t(int rank, int32_t* buf, baton_comm_t comm)> call;
+  const char* side0;  // what the message must say node 0's ranks called
+  const char* side1;
+};
+
+TEST(ControlPlane, MismatchOfCountTypeOpOrRootIsReportedOnEveryRank) {
   auto cluster = StartCluster(2);
   ASSERT_TRUE(cluster->status().ok());
-  std::vector<std::string> messages(4);
-  std::vector<baton_result_t> codes(4, baton_success);
-  std::string err = RunRanks(*cluster, {0, 0, 1, 1}, UniqueJob("xmm"), [&](int rank, baton_comm_t comm) {
-    std::vector<int32_t> buf(64, 1);
-    codes[rank] = rank < 2 ? baton_allreduce(buf.data(), buf.data(), 64, baton_int32, baton_sum, comm, nullptr)
-                           : baton_allreduce(buf.data(), buf.data(), 64, baton_int32, baton_max, comm, nullptr);
-    messages[rank] = baton_get_last_error(comm);
-  });
-  ASSERT_EQ(err, "");
-  for (int r = 0; r < 4; ++r) {
-    EXPECT_EQ(codes[r], baton_mismatch) << "rank " << r << ": " << messages[r];
-    EXPECT_NE(messages[r].find("op=sum"), std::string::npos) << messages[r];
-    EXPECT_NE(messages[r].find("op=max"), std::string::npos) << messages[r];
+  const std::vector<MismatchCase> cases = {
+      {"count",
+       [](int r, int32_t* b, baton_comm_t c) { return baton_allreduce(b, b, r < 2 ? 64 : 32, baton_int32, baton_sum, c, nullptr); },
+       "count=64", "count=32"},
+      {"dtype",
+       [](int r, int32_t* b, baton_comm_t c) {
+         return baton_allreduce(b, b, 16, r < 2 ? baton_int32 : baton_float32, baton_sum, c, nullptr);
+       },
+       "dtype=int32", "dtype=float32"},
+      {"op",
+       [](int r, int32_t* b, baton_comm_t c) { return baton_allreduce(b, b, 64, baton_int32, r < 2 ? baton_sum : baton_max, c, nullptr); },
+       "op=sum", "op=max"},
+      {"root",
+       [](int r, int32_t* b, baton_comm_t c) { return baton_broadcast(b, b, 64, baton_int32, r < 2 ? 0 : 3, c, nullptr); },
+       "root=0", "root=3"},
+  };
+  for (const auto& mc : cases) {
+    std::vector<std::string> messages(4);
+    std::vector<baton_result_t> codes(4, baton_success);
+    std::string err = RunRanks(*cluster, {0, 0, 1, 1}, UniqueJob(std::string("mm-") + mc.name), [&](int rank, baton_comm_t comm) {
+      std::vector<int32_t> buf(64, 1);
+      codes[rank] = mc.call(rank, buf.data(), comm);
+      messages[rank] = baton_get_last_error(comm);
+    });
+    ASSERT_EQ(err, "");
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(codes[r], baton_mismatch) << mc.name << " rank " << r << ": " << messages[r];
+      EXPECT_NE(messages[r].find(mc.side0), std::string::npos) << mc.name << " rank " << r << ": " << messages[r];
+      EXPECT_NE(messages[r].find(mc.side1), std::string::npos) << mc.name << " rank " << r << ": " << messages[r];
+    }
   }
 }
 
