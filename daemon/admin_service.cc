@@ -21,7 +21,9 @@ grpc::Status AdminService::GetNodeInfo(grpc::ServerContext*, const baton::v1::No
   auto* rdma = out->add_transports();
   rdma->set_name("rdma");
   rdma->set_available(false);
-  rdma->set_detail("not built in this version (TCP only)");
+  std::string why = "the RDMA transport is not part of this build (TCP only)";
+  if (ctx_.topology != nullptr && ctx_.topology->ib.empty()) why += "; and " + ctx_.topology->rdma_note;
+  rdma->set_detail(why);
   out->set_clients(ctx_.clients ? ctx_.clients->load() : 0);
   out->set_communicators(static_cast<uint32_t>(ctx_.registry->size()));
   return grpc::Status::OK;
@@ -138,6 +140,14 @@ grpc::Status AdminService::AbortCommunicator(grpc::ServerContext* ctx, const bat
   if (!comm) return {grpc::StatusCode::NOT_FOUND, "no communicator with uid " + std::to_string(req->comm_uid())};
   comm->Abort(Status::Aborted("aborted by an operator on node " + ctx_.node_name + " (" + ctx->peer() + ")" +
                               (req->reason().empty() ? "" : ": " + req->reason().substr(0, 500))));
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::GetTopology(grpc::ServerContext*, const baton::v1::TopologyRequest*,
+                                       baton::v1::TopologyResponse* out) {
+  if (ctx_.topology == nullptr) return {grpc::StatusCode::UNAVAILABLE, "topology was not discovered"};
+  out->set_json(ctx_.topology->ToJson());
+  out->set_tree(ctx_.topology->ToTree());
   return grpc::Status::OK;
 }
 

@@ -12,6 +12,7 @@
 #include "baton/v1/admin.grpc.pb.h"
 #include "daemon/comm_registry.h"
 #include "daemon/metrics.h"
+#include "topology/topology.h"
 
 namespace baton {
 
@@ -27,6 +28,7 @@ struct AdminContext {
   std::chrono::milliseconds straggler_warning{5000};
   const Metrics* metrics = nullptr;
   std::function<uint64_t()> rejected_connections;
+  const topo::Topology* topology = nullptr;
 };
 
 class AdminService final : public baton::v1::Admin::Service {
@@ -46,6 +48,8 @@ class AdminService final : public baton::v1::Admin::Service {
                         baton::v1::TraceResponse* out) override;
   grpc::Status GetCounters(grpc::ServerContext*, const baton::v1::CountersRequest*,
                            baton::v1::Counters* out) override;
+  grpc::Status GetTopology(grpc::ServerContext*, const baton::v1::TopologyRequest*,
+                           baton::v1::TopologyResponse* out) override;
 
  private:
   AdminContext ctx_;

@@ -9,6 +9,7 @@
 #include "common/address.h"
 #include "common/logging.h"
 #include "daemon/sd_notify.h"
+#include "topology/interfaces.h"
 
 namespace baton {
 
@@ -46,10 +47,33 @@ Status Daemon::Start() {
     HostPort b;
     BATON_RETURN_IF_ERROR(ParseHostPort(bound, &b));
     if (b.host == "0.0.0.0" || b.host == "::") {
-      return Status::InvalidArgument("--listen " + options_.listen +
-                                     " is a wildcard address: add --advertise HOST:PORT so peers know where to dial");
+      // Listening everywhere: advertise the first address the interface
+      // selection (BATON_SOCKET_IFNAME / --socket-ifname) allows.
+      std::vector<topo::InterfaceAddress> all;
+      std::vector<topo::InterfaceAddress> chosen;
+      BATON_RETURN_IF_ERROR(topo::ListInterfaces(&all));
+      BATON_RETURN_IF_ERROR(topo::SelectInterfaces(all, options_.socket_ifname, &chosen));
+      b.host = chosen.front().address;
+      BATON_INFO(kInit, "advertising {} (interface {}) for data connections", b.ToString(), chosen.front().name);
     }
-    env_.data_address = bound;
+    env_.data_address = b.ToString();
+  }
+
+  // Topology: what this node is made of (logged, served to batonctl topo).
+  if (Status st = topo::Discover(options_.sysfs_root, &topology_); !st.ok()) {
+    BATON_WARN("topology discovery failed: {}", st.message());
+  } else {
+    BATON_INFO(kInit, "topology: {} NUMA node(s), {} GPU(s), {} interface(s), {} RDMA device(s){}{}",
+               topology_.numa.size(), topology_.gpus.size(), topology_.nics.size(), topology_.ib.size(),
+               topology_.gpus.empty() ? "; " + topology_.gpu_note : "",
+               topology_.ib.empty() ? "; " + topology_.rdma_note : "");
+  }
+  if (!options_.topo_dump_file.empty()) {
+    FILE* f = std::fopen(options_.topo_dump_file.c_str(), "w");
+    const std::string json = topology_.ToJson();
+    if (f == nullptr || std::fwrite(json.data(), 1, json.size(), f) != json.size() || std::fclose(f) != 0) {
+      return Status::Errno("cannot write the topology to " + options_.topo_dump_file, errno);
+    }
   }
 
   // gRPC services: rendezvous, peer control, admin, and the standard health service.
@@ -65,7 +89,7 @@ Status Daemon::Start() {
   BATON_RETURN_IF_ERROR(ParseHostPort(options_.grpc, &grpc_hp));
   AdminContext admin{&registry_, PROJECT_VERSION_STRING, options_.node_name, env_.data_address,
                      options_.socket_path, started_, &clients_, options_.straggler_warning, &metrics_,
-                     [this] { return listener_.rejected(); }};
+                     [this] { return listener_.rejected(); }, &topology_};
   admin_service_ = std::make_unique<AdminService>(admin);
   builder.RegisterService(admin_service_.get());
   grpc_server_ = builder.BuildAndStart();

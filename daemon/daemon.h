@@ -44,6 +44,7 @@ class Daemon {
   tcp::TcpListener listener_;
   CommRegistry registry_;
   Metrics metrics_;
+  topo::Topology topology_;
   RendezvousService rendezvous_;
   std::unique_ptr<PeerService> peer_service_;
   std::unique_ptr<AdminService> admin_service_;

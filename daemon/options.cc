@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstdlib>
+#include <utility>
 #include <fstream>
 #include <vector>
 #include <cstring>
@@ -37,6 +39,12 @@ options:
   --flight-records N     operations each communicator's flight recorder keeps (default 1000)
   --trace-dir DIR        when a communicator fails, write its flight recorder there
                          (Chrome trace JSON; default: not written)
+  --socket-ifname SPEC   interfaces to advertise on when --listen is a wildcard, in
+                         NCCL_SOCKET_IFNAME syntax ("eth,ib", "^docker", "=eth0");
+                         default: $BATON_SOCKET_IFNAME, else all but lo/docker/veth
+  --topo-dump-file PATH  write the discovered topology (JSON) there at start
+                         (default: $BATON_TOPO_DUMP_FILE)
+  --sysfs-root DIR       where to discover the topology (default /sys)
   --ready-file PATH      once serving, write "data=HOST:PORT grpc=HOST:PORT" to PATH
                          (launchers and tests wait for it)
   --config FILE          read settings from FILE ("key = value" lines, keys as the
@@ -69,7 +77,8 @@ namespace {
 
 const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "rendezvous", "node-name",
                                    "max-client-memory", "timeout", "straggler-warning", "heartbeat",
-                                   "peer-timeout", "flight-records", "trace-dir"};
+                                   "peer-timeout", "flight-records", "trace-dir", "socket-ifname",
+                                   "topo-dump-file", "sysfs-root"};
 
 // Reads "key = value" lines (# comments) into ["--key", "value", ...].
 Status ReadConfigFile(const std::string& path, std::vector<std::string>* args) {
@@ -110,8 +119,9 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
   DaemonOptions o;
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) o.node_name = host;
-  // Precedence: defaults < config file < command line. The config file's
-  // settings go first so that flags given on the command line win.
+  // Precedence: defaults < config file < environment < command line. The
+  // config file's settings go first, then the environment's, so that flags
+  // given on the command line win.
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -119,6 +129,13 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
     if (a == "--config" && i + 1 < argc) path = argv[i + 1];
     if (a.rfind("--config=", 0) == 0) path = a.substr(9);
     if (!path.empty()) BATON_RETURN_IF_ERROR(ReadConfigFile(path, &args));
+  }
+  for (const auto& [env, flag] : {std::pair<const char*, const char*>{"BATON_SOCKET_IFNAME", "--socket-ifname"},
+                                  {"BATON_TOPO_DUMP_FILE", "--topo-dump-file"}}) {
+    if (const char* v = std::getenv(env); v != nullptr && *v != '\0') {
+      args.push_back(flag);
+      args.push_back(v);
+    }
   }
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   const int nargs = static_cast<int>(args.size());
@@ -155,6 +172,12 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next(&o.grpc));
     } else if (arg == "--rendezvous") {
       BATON_RETURN_IF_ERROR(next(&o.rendezvous));
+    } else if (arg == "--socket-ifname") {
+      BATON_RETURN_IF_ERROR(next(&o.socket_ifname));
+    } else if (arg == "--topo-dump-file") {
+      BATON_RETURN_IF_ERROR(next(&o.topo_dump_file));
+    } else if (arg == "--sysfs-root") {
+      BATON_RETURN_IF_ERROR(next(&o.sysfs_root));
     } else if (arg == "--trace-dir") {
       BATON_RETURN_IF_ERROR(next(&o.trace_dir));
     } else if (arg == "--flight-records") {

@@ -23,6 +23,9 @@ struct DaemonOptions {
   std::chrono::milliseconds peer_timeout{10000};         // silent this long: peer declared dead
   size_t flight_records = 1000;                          // operations kept per communicator
   std::string trace_dir;                                 // failed communicators dump their trace here
+  std::string sysfs_root = "/sys";                       // where topology discovery looks
+  std::string socket_ifname;                             // BATON_SOCKET_IFNAME syntax, for --advertise
+  std::string topo_dump_file;                            // write the topology (JSON) here at start
   std::string ready_file;                                // written with the bound addresses once serving
   bool help = false;
 };

@@ -30,6 +30,7 @@ commands:
   inflight [UID]         operations in flight with every rank's arrival (asks peer daemons)
   stragglers [UID]       only the operations that wait for someone, one line each
   abort UID [REASON]     abort a communicator on every node (its ranks get the reason)
+  topo                   the node's topology as a tree (--json: machine-readable)
   counters               operations, bytes and latency histogram per collective; bytes per transport
   trace UID [-o FILE] [--plain]
                          the communicator's flight recorder on this node, as Chrome
@@ -234,6 +235,13 @@ int main_impl(int argc, char** argv) {
     grpc::Status st = stub->AbortCommunicator(&ctx, req, &resp);
     if (!st.ok()) return Fail(o, st);
     std::printf("aborted\n");
+    return 0;
+  }
+  if (cmd == "topo") {
+    baton::v1::TopologyResponse t;
+    grpc::Status st = stub->GetTopology(&ctx, {}, &t);
+    if (!st.ok()) return Fail(o, st);
+    std::fputs(o.json ? t.json().c_str() : t.tree().c_str(), stdout);
     return 0;
   }
   if (cmd == "counters") {

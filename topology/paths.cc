@@ -1,0 +1,66 @@
+// Path classes between PCI devices and NIC choice per GPU.
+#include <algorithm>
+
+#include "topology/topology.h"
+
+namespace baton::topo {
+
+const char* PathClassName(PathClass c) {
+  switch (c) {
+    case PathClass::kPIX: return "PIX";
+    case PathClass::kPXB: return "PXB";
+    case PathClass::kPHB: return "PHB";
+    case PathClass::kNODE: return "NODE";
+    case PathClass::kSYS: return "SYS";
+  }
+  return "?";
+}
+
+const PciDevice* Topology::FindPci(const std::string& bdf) const {
+  for (const auto& d : pci) {
+    if (d.bdf == bdf) return &d;
+  }
+  return nullptr;
+}
+
+PathClass Topology::Path(const std::string& a, const std::string& b) const {
+  const PciDevice* x = FindPci(a);
+  const PciDevice* y = FindPci(b);
+  if (x == nullptr || y == nullptr) return PathClass::kSYS;
+  if (x->root_complex != y->root_complex) {
+    return x->numa_node == y->numa_node ? PathClass::kNODE : PathClass::kSYS;
+  }
+  // Chains run from the root port down to the device. The shared prefix is
+  // the part of the PCIe tree both paths use.
+  size_t common = 0;
+  while (common < x->chain.size() && common < y->chain.size() && x->chain[common] == y->chain[common]) ++common;
+  if (common == 0) return PathClass::kPHB;  // they meet only at the host bridge
+  // Below the shared upstream port each side crosses one downstream port
+  // and reaches its device: that is one switch. Anything deeper is several.
+  const size_t below_x = x->chain.size() - common;
+  const size_t below_y = y->chain.size() - common;
+  return below_x <= 2 && below_y <= 2 ? PathClass::kPIX : PathClass::kPXB;
+}
+
+std::vector<int> Topology::ClosestNicPerGpu() const {
+  std::vector<int> out;
+  for (const Gpu& g : gpus) {
+    int best = -1;
+    for (size_t i = 0; i < nics.size(); ++i) {
+      const Nic& n = nics[i];
+      if (n.is_virtual || n.bdf.empty() || n.operstate == "down") continue;
+      if (best < 0) {
+        best = static_cast<int>(i);
+        continue;
+      }
+      const Nic& b = nics[best];
+      const PathClass pn = Path(g.bdf, n.bdf);
+      const PathClass pb = Path(g.bdf, b.bdf);
+      if (pn < pb || (pn == pb && n.speed_mbps > b.speed_mbps)) best = static_cast<int>(i);
+    }
+    out.push_back(best);
+  }
+  return out;
+}
+
+}  // namespace baton::topo
