@@ -5,14 +5,26 @@
 
 #include <spdlog/spdlog.h>
 
+#include <string>
 #include <string_view>
+
+#include "common/status.h"
 
 namespace baton {
 
-enum class Subsys : unsigned { kInit = 1, kNet = 2, kColl = 4, kRendezvous = 8, kClient = 16, kAlloc = 32 };
+enum class Subsys : unsigned {
+  kInit = 1, kNet = 2, kColl = 4, kRendezvous = 8, kClient = 16, kAlloc = 32, kTopo = 64, kTuning = 128
+};
 
-// Configures the default logger. `default_level` applies when BATON_DEBUG is unset.
-void InitLogging(std::string_view program, spdlog::level::level_enum default_level);
+struct LogSettings {
+  std::string level = "INFO";  // ERROR, WARN, INFO, DEBUG, TRACE
+  std::string subsys;          // "INIT,NET" or "^ALLOC"; "" = all
+  std::string file;            // "" = stderr; %h -> host name, %p -> pid
+};
+
+// Configures the default logger. Under systemd (JOURNAL_STREAM set) lines
+// carry no timestamp: the journal adds its own.
+Status InitLogging(std::string_view program, const LogSettings& settings);
 bool SubsysEnabled(Subsys s);
 
 }  // namespace baton

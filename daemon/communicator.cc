@@ -600,6 +600,10 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
     }
     Schedule schedule;
     st = BuildSchedule(plan, &schedule);
+    BATON_LOG(spdlog::level::debug, Subsys::kTuning, "{} op #{} on {}: {} over {} node(s), {} phases",
+              sig.ToString(), seq, Describe(),
+              AlgorithmName(ChooseAlgorithm(sig, spec_.layout.num_nodes(), spec_.algorithm)),
+              spec_.layout.num_nodes(), schedule.phases.size());
     if (st.ok()) {
       // The node hosting a late rank times out first and tells everyone why;
       // the network wait gets a grace period so that its diagnosis wins.

@@ -63,7 +63,7 @@ Status Daemon::Start() {
   if (Status st = topo::Discover(options_.sysfs_root, &topology_); !st.ok()) {
     BATON_WARN("topology discovery failed: {}", st.message());
   } else {
-    BATON_INFO(kInit, "topology: {} NUMA node(s), {} GPU(s), {} interface(s), {} RDMA device(s){}{}",
+    BATON_INFO(kTopo, "topology: {} NUMA node(s), {} GPU(s), {} interface(s), {} RDMA device(s){}{}",
                topology_.numa.size(), topology_.gpus.size(), topology_.nics.size(), topology_.ib.size(),
                topology_.gpus.empty() ? "; " + topology_.gpu_note : "",
                topology_.ib.empty() ? "; " + topology_.rdma_note : "");

@@ -17,8 +17,16 @@ int main(int argc, char** argv) {
     std::fputs(baton::DaemonUsage(), stdout);
     return 0;
   }
+  if (options.print_config) {
+    std::fputs(baton::PrintConfig(options).c_str(), stdout);
+    return 0;
+  }
   std::signal(SIGPIPE, SIG_IGN);
-  baton::InitLogging("batond", spdlog::level::info);
+  st = baton::InitLogging("batond", {options.debug, options.debug_subsys, options.debug_file});
+  if (!st.ok()) {
+    std::fprintf(stderr, "batond: %s\n", st.message().c_str());
+    return 2;
+  }
   baton::Daemon daemon(options);
   st = daemon.Start();
   if (!st.ok()) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <utility>
 #include <fstream>
@@ -49,7 +50,16 @@ options:
                          (launchers and tests wait for it)
   --config FILE          read settings from FILE ("key = value" lines, keys as the
                          long options without dashes); command-line flags win
+  --debug LEVEL          log level: ERROR, WARN, INFO, DEBUG, TRACE (default INFO; $BATON_DEBUG)
+  --debug-subsys LIST    INIT,NET,COLL,RENDEZVOUS,CLIENT,ALLOC,TOPO,TUNING; ^ excludes
+                         ($BATON_DEBUG_SUBSYS)
+  --debug-file PATH      log to PATH (%h: host name, %p: pid) instead of stderr ($BATON_DEBUG_FILE)
+  --print-config         print every setting, its value and where it came from, and exit
   --help                 this text
+
+Settings come from, in increasing precedence: defaults, --config, the
+environment variables named above (and $BATON_TIMEOUT for --timeout), the
+command line.
 
 environment:
   BATON_DEBUG=WARN|INFO|DEBUG|TRACE   log level (default INFO)
@@ -78,10 +88,16 @@ namespace {
 const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "rendezvous", "node-name",
                                    "max-client-memory", "timeout", "straggler-warning", "heartbeat",
                                    "peer-timeout", "flight-records", "trace-dir", "socket-ifname",
-                                   "topo-dump-file", "sysfs-root"};
+                                   "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file"};
+
+// Settings that may also come from the environment (config < environment < command line).
+const std::pair<const char*, const char*> kEnvSettings[] = {
+    {"BATON_SOCKET_IFNAME", "--socket-ifname"}, {"BATON_TOPO_DUMP_FILE", "--topo-dump-file"},
+    {"BATON_TIMEOUT", "--timeout"},             {"BATON_DEBUG", "--debug"},
+    {"BATON_DEBUG_SUBSYS", "--debug-subsys"},   {"BATON_DEBUG_FILE", "--debug-file"}};
 
 // Reads "key = value" lines (# comments) into ["--key", "value", ...].
-Status ReadConfigFile(const std::string& path, std::vector<std::string>* args) {
+Status ReadConfigFile(const std::string& path, std::vector<std::string>* args, std::vector<std::string>* origin) {
   std::ifstream in(path);
   if (!in) return Status::InvalidArgument("cannot read config file " + path);
   std::string line;
@@ -109,6 +125,9 @@ Status ReadConfigFile(const std::string& path, std::vector<std::string>* args) {
     if (value.empty()) return Status::InvalidArgument(where + "'" + key + "' has no value");
     args->push_back("--" + key);
     args->push_back(value);
+    const std::string from = "config " + path + " line " + std::to_string(lineno);
+    origin->push_back(from);
+    origin->push_back(from);
   }
   return Status::Ok();
 }
@@ -123,24 +142,30 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
   // config file's settings go first, then the environment's, so that flags
   // given on the command line win.
   std::vector<std::string> args;
+  std::vector<std::string> origin;  // where each entry of args came from
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     std::string path;
     if (a == "--config" && i + 1 < argc) path = argv[i + 1];
     if (a.rfind("--config=", 0) == 0) path = a.substr(9);
-    if (!path.empty()) BATON_RETURN_IF_ERROR(ReadConfigFile(path, &args));
+    if (!path.empty()) BATON_RETURN_IF_ERROR(ReadConfigFile(path, &args, &origin));
   }
-  for (const auto& [env, flag] : {std::pair<const char*, const char*>{"BATON_SOCKET_IFNAME", "--socket-ifname"},
-                                  {"BATON_TOPO_DUMP_FILE", "--topo-dump-file"}}) {
+  for (const auto& [env, flag] : kEnvSettings) {
     if (const char* v = std::getenv(env); v != nullptr && *v != '\0') {
       args.push_back(flag);
       args.push_back(v);
+      origin.push_back(std::string("environment ") + env);
+      origin.push_back(std::string("environment ") + env);
     }
   }
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  for (int i = 1; i < argc; ++i) {
+    args.push_back(argv[i]);
+    origin.push_back("command line");
+  }
   const int nargs = static_cast<int>(args.size());
   for (int i = 0; i < nargs; ++i) {
     std::string arg = args[i];
+    const std::string from = origin[i];
     std::string value;
     const size_t eq = arg.find('=');
     bool has_inline = arg.rfind("--", 0) == 0 && eq != std::string::npos;
@@ -172,6 +197,18 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next(&o.grpc));
     } else if (arg == "--rendezvous") {
       BATON_RETURN_IF_ERROR(next(&o.rendezvous));
+    } else if (arg == "--print-config") {
+      o.print_config = true;
+    } else if (arg == "--debug") {
+      BATON_RETURN_IF_ERROR(next(&o.debug));
+      if (o.debug != "ERROR" && o.debug != "WARN" && o.debug != "INFO" && o.debug != "DEBUG" && o.debug != "TRACE") {
+        return Status::InvalidArgument("debug level '" + o.debug + "' (" + from +
+                                       ") is not one of ERROR, WARN, INFO, DEBUG, TRACE");
+      }
+    } else if (arg == "--debug-subsys") {
+      BATON_RETURN_IF_ERROR(next(&o.debug_subsys));
+    } else if (arg == "--debug-file") {
+      BATON_RETURN_IF_ERROR(next(&o.debug_file));
     } else if (arg == "--socket-ifname") {
       BATON_RETURN_IF_ERROR(next(&o.socket_ifname));
     } else if (arg == "--topo-dump-file") {
@@ -205,7 +242,7 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       double seconds = 0;
       auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
       if (ec != std::errc() || ptr != v.data() + v.size() || seconds <= 0 || seconds > 1e6) {
-        return Status::InvalidArgument(arg + " '" + v + "' is not a positive number of seconds");
+        return Status::InvalidArgument(arg + " '" + v + "' (" + from + ") is not a positive number of seconds");
       }
       const auto ms = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
       if (arg == "--timeout") o.default_timeout = ms;
@@ -215,10 +252,49 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
     } else {
       return Status::InvalidArgument("unknown option '" + arg + "' (see batond --help)");
     }
+    if (arg != "--help" && arg != "-h" && arg != "--config" && arg != "--print-config") o.sources[arg.substr(2)] = from;
   }
   if (o.socket_path.size() >= 100) return Status::InvalidArgument("--socket path is too long for a Unix socket");
   *out = std::move(o);
   return Status::Ok();
+}
+
+std::string PrintConfig(const DaemonOptions& o) {
+  auto secs = [](std::chrono::milliseconds ms) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", static_cast<double>(ms.count()) / 1000.0);
+    return std::string(buf);
+  };
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"socket", o.socket_path},
+      {"listen", o.listen},
+      {"advertise", o.advertise},
+      {"grpc", o.grpc},
+      {"rendezvous", o.rendezvous},
+      {"node-name", o.node_name},
+      {"max-client-memory", std::to_string(o.max_client_bytes)},
+      {"timeout", secs(o.default_timeout)},
+      {"straggler-warning", secs(o.straggler_warning)},
+      {"heartbeat", secs(o.heartbeat_interval)},
+      {"peer-timeout", secs(o.peer_timeout)},
+      {"flight-records", std::to_string(o.flight_records)},
+      {"trace-dir", o.trace_dir},
+      {"socket-ifname", o.socket_ifname},
+      {"topo-dump-file", o.topo_dump_file},
+      {"sysfs-root", o.sysfs_root},
+      {"debug", o.debug},
+      {"debug-subsys", o.debug_subsys},
+      {"debug-file", o.debug_file},
+  };
+  std::string out;
+  for (const auto& [key, value] : values) {
+    auto it = o.sources.find(key);
+    char line[512];
+    std::snprintf(line, sizeof line, "%-18s = %-32s # %s\n", key.c_str(), value.empty() ? "\"\"" : value.c_str(),
+                  it == o.sources.end() ? "default" : it->second.c_str());
+    out += line;
+  }
+  return out;
 }
 
 }  // namespace baton

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "common/status.h"
@@ -26,9 +27,19 @@ struct DaemonOptions {
   std::string sysfs_root = "/sys";                       // where topology discovery looks
   std::string socket_ifname;                             // BATON_SOCKET_IFNAME syntax, for --advertise
   std::string topo_dump_file;                            // write the topology (JSON) here at start
+  std::string debug = "INFO";                             // log level: ERROR, WARN, INFO, DEBUG, TRACE
+  std::string debug_subsys;                              // INIT,NET,COLL,... (^ excludes); "" = all
+  std::string debug_file;                                // log here instead of stderr (%h host, %p pid)
   std::string ready_file;                                // written with the bound addresses once serving
   bool help = false;
+  bool print_config = false;
+  // Where each setting came from: key -> "config FILE line N", "environment VAR",
+  // "command line" (absent: the default).
+  std::map<std::string, std::string> sources;
 };
+
+// Every setting, its effective value and where it came from (--print-config).
+std::string PrintConfig(const DaemonOptions& o);
 
 // Parses argv; on --help sets `help` and returns OK.
 Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -58,7 +59,7 @@ TEST(Options, UnknownConfigKeyNamesTheLine) {
 TEST(Options, InvalidValuesAreRejected) {
   DaemonOptions o;
   Status st = Parse({"--timeout", "-1"}, &o);
-  EXPECT_NE(st.message().find("--timeout '-1' is not a positive number of seconds"), std::string::npos);
+  EXPECT_NE(st.message().find("--timeout '-1' (command line) is not a positive number of seconds"), std::string::npos);
   st = Parse({"--max-client-memory", "lots"}, &o);
   EXPECT_NE(st.message().find("not a size"), std::string::npos) << st.message();
   st = Parse({"--bogus"}, &o);
@@ -80,6 +81,40 @@ TEST(Options, ShippedConfigFileParses) {
   EXPECT_EQ(o.socket_path, "/run/baton/batond.sock");
   EXPECT_EQ(o.peer_timeout.count(), 10000);
   EXPECT_EQ(o.trace_dir, "/var/lib/baton/traces");
+}
+
+}  // namespace
+}  // namespace baton
+
+namespace baton {
+namespace {
+
+TEST(Options, PrecedenceIsDefaultsConfigEnvironmentCommandLine) {
+  const std::string path = WriteConfig("timeout = 7\nstraggler-warning = 3\n");
+  ::setenv("BATON_TIMEOUT", "8", 1);
+  DaemonOptions o;
+  ASSERT_TRUE(Parse({"--config", path}, &o).ok());
+  EXPECT_EQ(o.default_timeout.count(), 8000);  // environment over config
+  EXPECT_EQ(o.straggler_warning.count(), 3000);
+  ASSERT_TRUE(Parse({"--config", path, "--timeout", "9"}, &o).ok());
+  EXPECT_EQ(o.default_timeout.count(), 9000);  // command line over environment
+  const std::string printed = PrintConfig(o);
+  EXPECT_NE(printed.find("timeout            = 9"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("# command line"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("# config " + path + " line 2"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("heartbeat          = 1                                # default"), std::string::npos)
+      << printed;
+  ::unsetenv("BATON_TIMEOUT");
+  std::remove(path.c_str());
+}
+
+TEST(Options, InvalidValueFromTheEnvironmentSaysWhere) {
+  ::setenv("BATON_DEBUG", "LOUD", 1);
+  DaemonOptions o;
+  Status st = Parse({}, &o);
+  ::unsetenv("BATON_DEBUG");
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("debug level 'LOUD' (environment BATON_DEBUG)"), std::string::npos) << st.message();
 }
 
 }  // namespace
