@@ -77,7 +77,12 @@ Status InitLogging(std::string_view program, const LogSettings& settings) {
     logger = spdlog::stderr_color_mt(name);
   }
   const bool journal = std::getenv("JOURNAL_STREAM") != nullptr && settings.file.empty();
-  logger->set_pattern(journal ? "[%l] %v" : "[%Y-%m-%d %H:%M:%S.%e] [%n %P] [%^%l%$] %v");
+  // Every line names the host, so logs gathered from many nodes stay readable.
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string safe_host;
+  for (const char* c = host; *c; ++c) safe_host += *c == '%' ? '_' : *c;
+  logger->set_pattern(journal ? "[%l] %v" : "[%Y-%m-%d %H:%M:%S.%e] [" + safe_host + " %n %P] [%^%l%$] %v");
   logger->set_level(level);
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);

@@ -68,6 +68,18 @@ Status Daemon::Start() {
                topology_.gpus.empty() ? "; " + topology_.gpu_note : "",
                topology_.ib.empty() ? "; " + topology_.rdma_note : "");
   }
+  {
+    std::vector<std::string> devices;
+    std::vector<std::string> chosen;
+    for (const auto& d : topology_.ib) devices.push_back(d.name);
+    BATON_RETURN_IF_ERROR(topo::SelectRdmaDevices(devices, options_.ib_hca, &chosen));
+    if (!chosen.empty()) {
+      std::string names;
+      for (const auto& c : chosen) names += (names.empty() ? "" : ",") + c;
+      BATON_INFO(kTopo, "RDMA devices selected: {} (the RDMA transport is not in this build; TCP carries the data)",
+                 names);
+    }
+  }
   if (!options_.topo_dump_file.empty()) {
     FILE* f = std::fopen(options_.topo_dump_file.c_str(), "w");
     const std::string json = topology_.ToJson();

@@ -43,6 +43,8 @@ options:
   --socket-ifname SPEC   interfaces to advertise on when --listen is a wildcard, in
                          NCCL_SOCKET_IFNAME syntax ("eth,ib", "^docker", "=eth0");
                          default: $BATON_SOCKET_IFNAME, else all but lo/docker/veth
+  --ib-hca SPEC          RDMA devices to use, NCCL_IB_HCA syntax ("mlx5_0:1,mlx5_1",
+                         "^mlx5_3"); default: $BATON_IB_HCA, else all
   --topo-dump-file PATH  write the discovered topology (JSON) there at start
                          (default: $BATON_TOPO_DUMP_FILE)
   --sysfs-root DIR       where to discover the topology (default /sys)
@@ -88,11 +90,13 @@ namespace {
 const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "rendezvous", "node-name",
                                    "max-client-memory", "timeout", "straggler-warning", "heartbeat",
                                    "peer-timeout", "flight-records", "trace-dir", "socket-ifname",
-                                   "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file"};
+                                   "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
+                                   "ib-hca"};
 
 // Settings that may also come from the environment (config < environment < command line).
 const std::pair<const char*, const char*> kEnvSettings[] = {
     {"BATON_SOCKET_IFNAME", "--socket-ifname"}, {"BATON_TOPO_DUMP_FILE", "--topo-dump-file"},
+    {"BATON_IB_HCA", "--ib-hca"},
     {"BATON_TIMEOUT", "--timeout"},             {"BATON_DEBUG", "--debug"},
     {"BATON_DEBUG_SUBSYS", "--debug-subsys"},   {"BATON_DEBUG_FILE", "--debug-file"}};
 
@@ -209,6 +213,8 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next(&o.debug_subsys));
     } else if (arg == "--debug-file") {
       BATON_RETURN_IF_ERROR(next(&o.debug_file));
+    } else if (arg == "--ib-hca") {
+      BATON_RETURN_IF_ERROR(next(&o.ib_hca));
     } else if (arg == "--socket-ifname") {
       BATON_RETURN_IF_ERROR(next(&o.socket_ifname));
     } else if (arg == "--topo-dump-file") {
@@ -280,6 +286,7 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"flight-records", std::to_string(o.flight_records)},
       {"trace-dir", o.trace_dir},
       {"socket-ifname", o.socket_ifname},
+      {"ib-hca", o.ib_hca},
       {"topo-dump-file", o.topo_dump_file},
       {"sysfs-root", o.sysfs_root},
       {"debug", o.debug},

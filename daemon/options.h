@@ -26,6 +26,7 @@ struct DaemonOptions {
   std::string trace_dir;                                 // failed communicators dump their trace here
   std::string sysfs_root = "/sys";                       // where topology discovery looks
   std::string socket_ifname;                             // BATON_SOCKET_IFNAME syntax, for --advertise
+  std::string ib_hca;                                    // BATON_IB_HCA syntax: RDMA devices to use
   std::string topo_dump_file;                            // write the topology (JSON) here at start
   std::string debug = "INFO";                             // log level: ERROR, WARN, INFO, DEBUG, TRACE
   std::string debug_subsys;                              // INIT,NET,COLL,... (^ excludes); "" = all

@@ -401,3 +401,23 @@ TEST(ControlPlane, CountersCountOperationsBytesAndTraffic) {
 
 }  // namespace
 }  // namespace baton::test
+
+namespace baton::test {
+namespace {
+
+// What is really on this machine, through the daemon.
+TEST(ControlPlane, TopologyOfThisMachine) {
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok());
+  const std::string tree = Batonctl("--address " + cluster->rendezvous() + " topo");
+  EXPECT_NE(tree.find("NUMA node 0: "), std::string::npos) << tree;
+  EXPECT_TRUE(tree.find("GPUs: none (") != std::string::npos || tree.find("GPU0 ") != std::string::npos) << tree;
+  EXPECT_TRUE(tree.find("RDMA: none (") != std::string::npos || tree.find("RDMA ") != std::string::npos) << tree;
+  google::protobuf::Struct json;
+  const std::string text = Batonctl("--address " + cluster->rendezvous() + " --json topo");
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(text, &json).ok()) << text;
+  EXPECT_GE(json.fields().at("numa").list_value().values_size(), 1);
+}
+
+}  // namespace
+}  // namespace baton::test

@@ -213,3 +213,25 @@ TEST(Interfaces, LoopbackOnlyMachineFallsBackToLoopback) {
 
 }  // namespace
 }  // namespace baton::test
+
+namespace baton::test {
+namespace {
+
+TEST(Interfaces, RdmaDeviceSelection) {
+  const std::vector<std::string> devs = {"mlx5_0", "mlx5_1", "mlx5_10", "bnxt_re0"};
+  std::vector<std::string> out;
+  ASSERT_TRUE(topo::SelectRdmaDevices(devs, "", &out).ok());
+  EXPECT_EQ(out, devs);
+  ASSERT_TRUE(topo::SelectRdmaDevices(devs, "mlx5_1:1", &out).ok());
+  EXPECT_EQ(out, (std::vector<std::string>{"mlx5_1", "mlx5_10"}));  // prefix match, as NCCL
+  ASSERT_TRUE(topo::SelectRdmaDevices(devs, "=mlx5_1:1", &out).ok());
+  EXPECT_EQ(out, (std::vector<std::string>{"mlx5_1"}));
+  ASSERT_TRUE(topo::SelectRdmaDevices(devs, "^mlx5", &out).ok());
+  EXPECT_EQ(out, (std::vector<std::string>{"bnxt_re0"}));
+  Status st = topo::SelectRdmaDevices(devs, "=mlx5_7", &out);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("devices here: mlx5_0, mlx5_1, mlx5_10, bnxt_re0"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace baton::test

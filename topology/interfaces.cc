@@ -97,4 +97,31 @@ Status SelectInterfaces(const std::vector<InterfaceAddress>& all, const std::str
   return Status::Ok();
 }
 
+Status SelectRdmaDevices(const std::vector<std::string>& devices, const std::string& spec,
+                         std::vector<std::string>* out) {
+  out->clear();
+  // Drop ":port" suffixes from every item of the list.
+  std::string names;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t comma = spec.find(',', pos);
+    if (comma == std::string::npos) comma = spec.size();
+    std::string item = spec.substr(pos, comma - pos);
+    if (auto colon = item.find(':'); colon != std::string::npos) item.resize(colon);
+    names += (pos ? "," : "") + item;
+    pos = comma + 1;
+  }
+  const IfnameFilter filter = IfnameFilter::Parse(names);
+  for (const auto& d : devices) {
+    if (filter.empty() || filter.Matches(d)) out->push_back(d);
+  }
+  if (out->empty() && !filter.empty()) {
+    std::string have;
+    for (const auto& d : devices) have += (have.empty() ? "" : ", ") + d;
+    return Status::InvalidArgument("BATON_IB_HCA='" + spec + "' matches no RDMA device; devices here: " +
+                                   (have.empty() ? "none" : have));
+  }
+  return Status::Ok();
+}
+
 }  // namespace baton::topo

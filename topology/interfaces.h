@@ -38,6 +38,12 @@ class IfnameFilter {
   std::vector<std::string> names_;
 };
 
+// RDMA devices chosen by BATON_IB_HCA (NCCL_IB_HCA syntax: "mlx5_0,mlx5_1",
+// "^mlx5_3", "=mlx5_0"; a ":port" suffix is accepted and ignored here).
+// Empty spec: every device. An error if the spec matches nothing.
+Status SelectRdmaDevices(const std::vector<std::string>& devices, const std::string& spec,
+                         std::vector<std::string>* out);
+
 // The usable addresses, IPv4 first, in interface-name order. An error if
 // `spec` matches nothing; the message lists what exists.
 Status SelectInterfaces(const std::vector<InterfaceAddress>& all, const std::string& spec,
