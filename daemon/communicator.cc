@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <pthread.h>
+#include <sched.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -370,6 +373,15 @@ Status Communicator::Connect() {
 }
 
 void Communicator::Worker() {
+  if (!services_.worker_cpus.empty()) {
+    // Run next to the NIC that carries this communicator's data.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : services_.worker_cpus) {
+      if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+    }
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  }
   Status st;
   {
     std::unique_lock<std::mutex> lock(mu_);

@@ -55,6 +55,7 @@ struct DaemonServices {
   // Log a straggler report when an operation waits this long for a rank.
   std::chrono::milliseconds straggler_warning{5000};
   size_t flight_records = 1000;  // operations kept by each communicator's flight recorder
+  std::vector<int> worker_cpus;  // CPUs of the data NIC's NUMA node (empty: no placement)
   std::string trace_dir;         // where failed communicators dump their trace ("" = nowhere)
 };
 

@@ -141,7 +141,8 @@ Status Daemon::Start() {
   }
   env_.options = &options_;
   env_.services = {&broker_, &registry_, &metrics_, options_.straggler_warning, options_.flight_records,
-                   options_.trace_dir};
+                   {}, options_.trace_dir};
+  PlaceOnDataNic();
   env_.node_id = options_.node_name + "/" + RandomHex();
   env_.rendezvous = options_.rendezvous.empty() ? grpc_hp.ToString() : options_.rendezvous;
 
@@ -170,6 +171,24 @@ Status Daemon::Start() {
   SdNotify("READY=1\nSTATUS=serving clients on " + options_.socket_path + ", data " + env_.data_address);
   PingWatchdog();
   return Status::Ok();
+}
+
+void Daemon::PlaceOnDataNic() {
+  // Which interface carries our data address, and on which NUMA node is it?
+  HostPort hp;
+  if (!ParseHostPort(env_.data_address, &hp).ok() || topology_.numa.size() < 2) return;  // nothing to choose
+  std::vector<topo::InterfaceAddress> all;
+  if (!topo::ListInterfaces(&all).ok()) return;
+  for (const auto& a : all) {
+    if (a.address != hp.host) continue;
+    const int node = topology_.NumaOfInterface(a.name);
+    if (node < 0) return;
+    env_.services.worker_cpus = topology_.CpusOfNuma(node);
+    env_.pool_numa_node = node;
+    BATON_INFO(kTopo, "communicator workers and client shared memory placed on NUMA node {} ({} CPUs), the node of {}",
+               node, env_.services.worker_cpus.size(), a.name);
+    return;
+  }
 }
 
 void Daemon::AcceptClient() {

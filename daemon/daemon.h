@@ -34,6 +34,8 @@ class Daemon {
  private:
   void AcceptClient();
   void PingWatchdog();
+  // Pins communicator workers and client memory to the data NIC's NUMA node.
+  void PlaceOnDataNic();
 
   DaemonOptions options_;
   boost::asio::io_context io_;

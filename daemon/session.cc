@@ -1,6 +1,9 @@
 #include "daemon/session.h"
 
+#include <linux/mempolicy.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -175,6 +178,12 @@ void Session::OnMemAlloc(const ipc::MemAllocRequest& req) {
   UniqueFd owner(fd);
   auto mapping = std::make_shared<Mapping>();
   if (st.ok()) st = Mapping::MapShared(fd, size, mapping.get());
+  if (st.ok() && env_.pool_numa_node >= 0) {
+    // Prefer the data NIC's NUMA node for this shared memory: the policy
+    // belongs to the memfd, so it holds whichever process touches a page first.
+    unsigned long mask = 1ul << env_.pool_numa_node;
+    ::syscall(SYS_mbind, mapping->data(), mapping->size(), MPOL_PREFERRED, &mask, sizeof(mask) * 8, 0);
+  }
   if (!st.ok()) return Reply(req.h.request_id, st.WithContext("baton_mem_alloc: "));
   uint64_t id;
   {

@@ -30,6 +30,7 @@ struct SessionEnv {
   std::string data_address;    // where peers dial us
   std::string grpc_address;    // where peers and operators reach our gRPC services
   std::string rendezvous;      // default rendezvous address
+  int pool_numa_node = -1;     // NUMA node for client shared memory (-1: no preference)
 };
 
 class Session : public std::enable_shared_from_this<Session> {

@@ -91,6 +91,14 @@ TEST(Topology, DgxClassServer) {
   EXPECT_EQ(t.Path(t.gpus[0].bdf, eno1->bdf), PathClass::kPHB);
   const std::string json = t.ToJson();
   EXPECT_NE(json.find("\"nic\": \"ibp3\", \"nic_path\": \"PIX\""), std::string::npos) << json;
+  // Where daemon threads serving a NIC should run: that NIC's NUMA node.
+  EXPECT_EQ(t.NumaOfInterface("ibp3"), 1);
+  EXPECT_EQ(t.NumaOfInterface("eno1"), 0);
+  EXPECT_EQ(t.NumaOfInterface("lo"), -1);
+  const std::vector<int> cpus = t.CpusOfNuma(1);
+  ASSERT_EQ(cpus.size(), 64u);
+  EXPECT_EQ(cpus.front(), 64);
+  EXPECT_EQ(cpus.back(), 127);
 }
 
 TEST(Topology, TwoGpuWorkstation) {

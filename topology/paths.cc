@@ -42,6 +42,38 @@ PathClass Topology::Path(const std::string& a, const std::string& b) const {
   return below_x <= 2 && below_y <= 2 ? PathClass::kPIX : PathClass::kPXB;
 }
 
+int Topology::NumaOfInterface(const std::string& ifname) const {
+  for (const auto& n : nics) {
+    if (n.name != ifname || n.bdf.empty()) continue;
+    if (const PciDevice* d = FindPci(n.bdf)) return d->numa_node;
+  }
+  return -1;
+}
+
+std::vector<int> Topology::CpusOfNuma(int numa_node) const {
+  std::vector<int> cpus;
+  for (const auto& n : numa) {
+    if (n.id != numa_node) continue;
+    size_t pos = 0;
+    const std::string& list = n.cpulist;
+    while (pos < list.size()) {
+      size_t comma = list.find(',', pos);
+      if (comma == std::string::npos) comma = list.size();
+      const std::string item = list.substr(pos, comma - pos);
+      const size_t dash = item.find('-');
+      try {
+        const int lo = std::stoi(item.substr(0, dash));
+        const int hi = dash == std::string::npos ? lo : std::stoi(item.substr(dash + 1));
+        for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+      } catch (...) {
+        return {};  // malformed list: better no placement than a wrong one
+      }
+      pos = comma + 1;
+    }
+  }
+  return cpus;
+}
+
 std::vector<int> Topology::ClosestNicPerGpu() const {
   std::vector<int> out;
   for (const Gpu& g : gpus) {

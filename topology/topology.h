@@ -81,6 +81,11 @@ struct Topology {
   // up (ties: fastest, then first by name), or -1 if there is none.
   std::vector<int> ClosestNicPerGpu() const;
 
+  // The NUMA node of interface `ifname` (via its PCI device), or -1.
+  int NumaOfInterface(const std::string& ifname) const;
+  // CPU ids of a NUMA node (empty if unknown).
+  std::vector<int> CpusOfNuma(int numa_node) const;
+
   std::string ToJson() const;
   std::string ToTree() const;  // human-readable, for batonctl topo
 };
