@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-exec build/bin/baton-run --nodes 2 --ranks-per-node 2 -- build/bin/baton-bench allreduce -b 8 -e 64M -f 4 "$@"
+exec build/bin/baton-run --nodes 2 --ranks-per-node 2 -- build/bin/baton-bench allreduce -b 8 -e 64M -f 2 "$@"
