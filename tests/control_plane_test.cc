@@ -236,10 +236,14 @@ TEST(ControlPlane, HungPeerDaemonIsDeclaredDeadByHeartbeats) {
   baton_result_t code = baton_success;
   std::string message;
   double seconds = 0;
+  std::atomic<bool> done{false};
   std::string err = RunRanks(*cluster, {0, 1}, UniqueJob("hung"), [&](int rank, baton_comm_t comm) {
     if (rank == 1) {
       ::kill(cluster->pid(1), SIGSTOP);  // node 1 hangs; its sockets stay open
-      return;  // (no destroy: its daemon cannot answer)
+      while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ::kill(cluster->pid(1), SIGCONT);  // wake it so this rank can leave cleanly
+      baton_comm_destroy(comm);
+      return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     float x = 1;
@@ -247,9 +251,9 @@ TEST(ControlPlane, HungPeerDaemonIsDeclaredDeadByHeartbeats) {
     code = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     message = baton_get_last_error(comm);
+    done = true;
     baton_comm_destroy(comm);
   }, /*timeout_seconds=*/60, /*destroy=*/false);
-  ::kill(cluster->pid(1), SIGCONT);
   ASSERT_EQ(err, "");
   EXPECT_EQ(code, baton_remote_error) << message;
   EXPECT_NE(message.find("node n1"), std::string::npos) << message;
