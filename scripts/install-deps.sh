@@ -8,6 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libboost-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev
+  iproute2
 )
 
 missing=()
