@@ -47,28 +47,6 @@ std::string PciOf(const fs::path& device_link) {
   return bdf;
 }
 
-// Counts CPUs in a list like "0-3,8,10-11".
-int CountCpus(const std::string& list) {
-  int n = 0;
-  size_t pos = 0;
-  while (pos < list.size()) {
-    size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    const std::string item = list.substr(pos, comma - pos);
-    const size_t dash = item.find('-');
-    try {
-      if (dash == std::string::npos) {
-        if (!item.empty()) ++n;
-      } else {
-        n += std::stoi(item.substr(dash + 1)) - std::stoi(item.substr(0, dash)) + 1;
-      }
-    } catch (...) {
-    }
-    pos = comma + 1;
-  }
-  return n;
-}
-
 void DiscoverNuma(const fs::path& root, Topology* t) {
   std::error_code ec;
   const fs::path nodes = root / "devices/system/node";
@@ -78,13 +56,13 @@ void DiscoverNuma(const fs::path& root, Topology* t) {
     NumaNode n;
     n.id = std::stoi(name.substr(4));
     n.cpulist = ReadLine(e.path() / "cpulist");
-    n.cpus = CountCpus(n.cpulist);
+    n.cpus = static_cast<int>(ParseCpuList(n.cpulist).size());
     t->numa.push_back(n);
   }
   if (t->numa.empty()) {  // kernel without NUMA: one node with every CPU
     NumaNode n;
     n.cpulist = ReadLine(root / "devices/system/cpu/online");
-    n.cpus = CountCpus(n.cpulist);
+    n.cpus = static_cast<int>(ParseCpuList(n.cpulist).size());
     t->numa.push_back(n);
   }
   std::sort(t->numa.begin(), t->numa.end(), [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });

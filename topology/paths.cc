@@ -50,28 +50,31 @@ int Topology::NumaOfInterface(const std::string& ifname) const {
   return -1;
 }
 
-std::vector<int> Topology::CpusOfNuma(int numa_node) const {
+std::vector<int> ParseCpuList(const std::string& list) {
   std::vector<int> cpus;
-  for (const auto& n : numa) {
-    if (n.id != numa_node) continue;
-    size_t pos = 0;
-    const std::string& list = n.cpulist;
-    while (pos < list.size()) {
-      size_t comma = list.find(',', pos);
-      if (comma == std::string::npos) comma = list.size();
-      const std::string item = list.substr(pos, comma - pos);
-      const size_t dash = item.find('-');
-      try {
-        const int lo = std::stoi(item.substr(0, dash));
-        const int hi = dash == std::string::npos ? lo : std::stoi(item.substr(dash + 1));
-        for (int c = lo; c <= hi; ++c) cpus.push_back(c);
-      } catch (...) {
-        return {};  // malformed list: better no placement than a wrong one
-      }
-      pos = comma + 1;
+  size_t pos = 0;
+  while (pos < list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string item = list.substr(pos, comma - pos);
+    const size_t dash = item.find('-');
+    try {
+      const int lo = std::stoi(item.substr(0, dash));
+      const int hi = dash == std::string::npos ? lo : std::stoi(item.substr(dash + 1));
+      for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+    } catch (...) {
+      return {};  // malformed list: better no placement than a wrong one
     }
+    pos = comma + 1;
   }
   return cpus;
+}
+
+std::vector<int> Topology::CpusOfNuma(int numa_node) const {
+  for (const auto& n : numa) {
+    if (n.id == numa_node) return ParseCpuList(n.cpulist);
+  }
+  return {};
 }
 
 std::vector<int> Topology::ClosestNicPerGpu() const {

@@ -90,6 +90,9 @@ struct Topology {
   std::string ToTree() const;  // human-readable, for batonctl topo
 };
 
+// CPU ids of a kernel CPU list like "0-3,8,10-11" (empty if malformed).
+std::vector<int> ParseCpuList(const std::string& list);
+
 // Reads the node from `sysfs_root` (normally "/sys").
 Status Discover(const std::string& sysfs_root, Topology* out);
 
