@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "daemon/sd_notify.h"
 #include "topology/interfaces.h"
+#include "topology/nvml.h"
 
 namespace baton {
 
@@ -63,6 +64,7 @@ Status Daemon::Start() {
   if (Status st = topo::Discover(options_.sysfs_root, &topology_); !st.ok()) {
     BATON_WARN("topology discovery failed: {}", st.message());
   } else {
+    if (!topology_.gpus.empty()) topo::ProbeNvml(&topology_);
     BATON_INFO(kTopo, "topology: {} NUMA node(s), {} GPU(s), {} interface(s), {} RDMA device(s){}{}",
                topology_.numa.size(), topology_.gpus.size(), topology_.nics.size(), topology_.ib.size(),
                topology_.gpus.empty() ? "; " + topology_.gpu_note : "",

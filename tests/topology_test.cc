@@ -243,3 +243,41 @@ TEST(Interfaces, RdmaDeviceSelection) {
 
 }  // namespace
 }  // namespace baton::test
+
+#include "topology/nvml.h"
+
+namespace baton::test {
+namespace {
+
+TEST(Nvml, BusIdsMatchSysfsNames) {
+  EXPECT_EQ(topo::NvmlBusIdToBdf("00000000:3B:00.0"), "0000:3b:00.0");
+  EXPECT_EQ(topo::NvmlBusIdToBdf("0000:07:00.0"), "0000:07:00.0");
+}
+
+TEST(Nvml, AbsentDriverIsReportedNotFatal) {
+  topo::Topology t;
+  t.gpus.push_back({0, "0000:3b:00.0", "", 0});
+  topo::ProbeNvml(&t);
+  // Either this machine has the NVIDIA driver, or the topology says why there is no NVLink view.
+  EXPECT_FALSE(t.nvml_note.empty());
+  if (t.nvml_note != "NVML available") {
+    EXPECT_NE(t.nvml_note.find("NVML"), std::string::npos) << t.nvml_note;
+    EXPECT_TRUE(t.nvlinks.empty());
+  }
+}
+
+TEST(Nvml, NvLinkedGpusAreClosestOfAll) {
+  SysfsFixture f;
+  BuildDgx(f);
+  topo::Topology t;
+  ASSERT_TRUE(topo::Discover(f.root(), &t).ok());
+  EXPECT_EQ(t.Path(t.gpus[0].bdf, t.gpus[7].bdf), PathClass::kSYS);
+  // What NVML would add on such a machine: every GPU on NVSwitches.
+  for (auto& g : t.gpus) g.nvswitch_links = 18;
+  EXPECT_EQ(t.Path(t.gpus[0].bdf, t.gpus[7].bdf), PathClass::kNVL);
+  // NIC choice is still by PCIe distance.
+  EXPECT_EQ(t.nics[t.ClosestNicPerGpu()[7]].name, "ibp3");
+}
+
+}  // namespace
+}  // namespace baton::test

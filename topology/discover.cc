@@ -94,7 +94,7 @@ void DiscoverPci(const fs::path& root, Topology* t) {
     const uint32_t sub = (d.class_code >> 8) & 0xff;
     // NVIDIA display controllers: VGA (0300) or 3D controller (0302).
     if (d.vendor == 0x10de && base_class == 0x03 && (sub == 0x00 || sub == 0x02)) {
-      t->gpus.push_back({static_cast<int>(t->gpus.size()), d.bdf});
+      t->gpus.push_back({static_cast<int>(t->gpus.size()), d.bdf, "", 0});
     }
   }
   if (t->gpus.empty()) t->gpu_note = "no NVIDIA GPU on the PCI bus";

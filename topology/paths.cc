@@ -7,6 +7,7 @@ namespace baton::topo {
 
 const char* PathClassName(PathClass c) {
   switch (c) {
+    case PathClass::kNVL: return "NVL";
     case PathClass::kPIX: return "PIX";
     case PathClass::kPXB: return "PXB";
     case PathClass::kPHB: return "PHB";
@@ -24,6 +25,16 @@ const PciDevice* Topology::FindPci(const std::string& bdf) const {
 }
 
 PathClass Topology::Path(const std::string& a, const std::string& b) const {
+  // GPUs joined by NVLink (directly, or both on NVSwitches) beat any PCIe path.
+  int ga = -1, gb = -1;
+  for (const Gpu& g : gpus) {
+    if (g.bdf == a) ga = g.index;
+    if (g.bdf == b) gb = g.index;
+  }
+  if (ga >= 0 && gb >= 0 && ga != gb) {
+    if (nvlinks.count({ga, gb}) || nvlinks.count({gb, ga})) return PathClass::kNVL;
+    if (gpus[ga].nvswitch_links > 0 && gpus[gb].nvswitch_links > 0) return PathClass::kNVL;
+  }
   const PciDevice* x = FindPci(a);
   const PciDevice* y = FindPci(b);
   if (x == nullptr || y == nullptr) return PathClass::kSYS;

@@ -58,7 +58,15 @@ std::string Topology::ToJson() const {
     }
     o += "]}";
   }
-  o += "],\n  \"rdma_note\": " + Quote(rdma_note) + ",\n  \"gpu_note\": " + Quote(gpu_note) + ",\n  \"pci\": [";
+  o += "],\n  \"nvlinks\": [";
+  bool first_link = true;
+  for (const auto& [pair, links] : nvlinks) {
+    o += std::string(first_link ? "" : ", ") + "{\"from\": " + std::to_string(pair.first) + ", \"to\": " +
+         std::to_string(pair.second) + ", \"links\": " + std::to_string(links) + "}";
+    first_link = false;
+  }
+  o += "],\n  \"rdma_note\": " + Quote(rdma_note) + ",\n  \"gpu_note\": " + Quote(gpu_note) +
+       ",\n  \"nvml_note\": " + Quote(nvml_note) + ",\n  \"pci\": [";
   for (size_t i = 0; i < pci.size(); ++i) {
     const PciDevice& d = pci[i];
     o += std::string(i ? ",\n    " : "\n    ") + "{\"bdf\": " + Quote(d.bdf) + ", \"root\": " + Quote(d.root_complex) +
@@ -79,6 +87,8 @@ std::string Topology::ToTree() const {
       const PciDevice* d = FindPci(g.bdf);
       if (d && d->numa_node == n.id) {
         by_root[d->root_complex].push_back("GPU" + std::to_string(g.index) + " " + g.bdf +
+                                           (g.name.empty() ? "" : " " + g.name) +
+                                           (g.nvswitch_links ? " " + std::to_string(g.nvswitch_links) + " NVLinks to NVSwitch" : "") +
                                            (d->link_width ? " x" + std::to_string(d->link_width) + " " + d->link_speed : ""));
       }
     }
@@ -107,6 +117,11 @@ std::string Topology::ToTree() const {
     if (nic.is_virtual || nic.bdf.empty()) o += "virtual interface " + nic.name + " (" + nic.operstate + ")\n";
   }
   if (gpus.empty()) o += "GPUs: none (" + gpu_note + ")\n";
+  for (const auto& [pair, links] : nvlinks) {
+    o += "GPU" + std::to_string(pair.first) + " -> GPU" + std::to_string(pair.second) + ": " + std::to_string(links) +
+         " NVLinks\n";
+  }
+  if (!nvml_note.empty()) o += "NVML: " + nvml_note + "\n";
   if (ib.empty()) o += "RDMA: none (" + rdma_note + ")\n";
   const std::vector<int> closest = ClosestNicPerGpu();
   for (size_t i = 0; i < gpus.size(); ++i) {

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -26,6 +28,8 @@ struct PciDevice {
 struct Gpu {
   int index = 0;  // in PCI order
   std::string bdf;
+  std::string name;        // from NVML, when available
+  int nvswitch_links = 0;  // active NVLinks to NVSwitches (NVML)
 };
 
 struct Nic {
@@ -57,6 +61,7 @@ struct NumaNode {
 
 // How two PCI devices are connected, from closest to farthest (NCCL's names).
 enum class PathClass {
+  kNVL,  // NVLink (directly or through NVSwitch); GPU pairs only, from NVML
   kPIX,  // through a single PCIe switch
   kPXB,  // through several PCIe bridges, not the CPU
   kPHB,  // through the PCIe host bridge (same CPU root complex)
@@ -73,6 +78,8 @@ struct Topology {
   std::vector<IbDevice> ib;
   std::string rdma_note;  // why RDMA is unavailable, if it is
   std::string gpu_note;   // why no GPU, if none
+  std::string nvml_note;  // whether NVLink information is available, and why not
+  std::map<std::pair<int, int>, int> nvlinks;  // (gpu, gpu) -> active NVLinks from the first to the second
 
   const PciDevice* FindPci(const std::string& bdf) const;
   // Path class between two PCI functions (kSYS if one is unknown).
