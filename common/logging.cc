@@ -84,7 +84,7 @@ Status InitLogging(std::string_view program, const LogSettings& settings) {
   for (const char* c = host; *c; ++c) safe_host += *c == '%' ? '_' : *c;
   logger->set_pattern(journal ? "[%l] %v" : "[%Y-%m-%d %H:%M:%S.%e] [" + safe_host + " %n %P] [%^%l%$] %v");
   logger->set_level(level);
-  logger->flush_on(spdlog::level::warn);
+  logger->flush_on(settings.file.empty() ? spdlog::level::warn : spdlog::level::info);  // files: readable while running
   spdlog::set_default_logger(logger);
   return Status::Ok();
 }

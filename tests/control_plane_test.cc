@@ -425,3 +425,30 @@ TEST(ControlPlane, TopologyOfThisMachine) {
 
 }  // namespace
 }  // namespace baton::test
+
+namespace baton::test {
+namespace {
+
+TEST(ControlPlane, LogFileAndTopologyDumpFromSettings) {
+  const std::string dir = "/tmp/baton-logs-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  auto cluster = StartCluster(1, {"--debug-file", dir + "/%h-%p.log", "--debug", "DEBUG", "--topo-dump-file",
+                                  dir + "/topo.json"});
+  ASSERT_TRUE(cluster->status().ok());
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string log = dir + "/" + host + "-" + std::to_string(cluster->pid(0)) + ".log";
+  std::string text;
+  for (int i = 0; i < 100 && text.find("topology:") == std::string::npos; ++i) {
+    text = ReadFile(log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(text.find("topology:"), std::string::npos) << log << ":\n" << text;
+  EXPECT_NE(text.find(std::string("[") + host + " batond "), std::string::npos) << text;  // host on every line
+  google::protobuf::Struct topo;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(ReadFile(dir + "/topo.json"), &topo).ok());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace baton::test
