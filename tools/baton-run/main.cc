@@ -222,7 +222,19 @@ int main(int argc, char** argv) {
   int failures = 0;
   auto first_failure = std::chrono::steady_clock::time_point::max();
   bool killed = false;
-  while (running > 0) {
+  auto pipes_open = [&] {
+    for (const auto& r : ranks) {
+      if (r.out_fd >= 0 || r.err_fd >= 0) return true;
+    }
+    return false;
+  };
+  // Until every rank is reaped and its output forwarded (a rank's leftover
+  // child holding the pipe open gets two seconds, not forever).
+  auto all_reaped = std::chrono::steady_clock::time_point::max();
+  while (running > 0 || (pipes_open() && std::chrono::steady_clock::now() - all_reaped < std::chrono::seconds(2))) {
+    if (running == 0 && all_reaped == std::chrono::steady_clock::time_point::max()) {
+      all_reaped = std::chrono::steady_clock::now();
+    }
     std::vector<pollfd> fds;
     std::vector<std::pair<int, bool>> owners;  // (rank index, is_err)
     for (int r = 0; r < world; ++r) {
