@@ -15,6 +15,7 @@
 #include "daemon/metrics.h"
 #include "daemon/p2p_link.h"
 #include "transports/tcp/connection_broker.h"
+#include "transports/tcp/handshake.h"
 #include "transports/tcp/tcp_mesh.h"
 
 namespace baton {
@@ -340,28 +341,51 @@ Status Communicator::Connect() {
   std::vector<UniqueFd> coll(n);
   std::vector<UniqueFd> p2p(n);
   const int me = spec_.my_node;
-  // Lower node indices dial higher ones; dialling never waits for the
-  // peer's communicator (its listener parks the connection), so all dials
-  // finish before anyone waits for incoming connections.
+  // Lower node indices dial higher ones. Dialling and the first half of the
+  // dialer's handshake never wait for the peer's communicator (its listener
+  // parks the connection), then this node authenticates its incoming
+  // connections, then it finishes its own dials: every wait points at a
+  // lower node, so no cycle of daemons can deadlock.
+  auto hello_for = [&](tcp::Channel ch, int from, int to) {
+    return tcp::Hello{tcp::kHelloMagic, tcp::kWireVersion, static_cast<uint16_t>(ch), spec_.uid,
+                      static_cast<uint32_t>(from), static_cast<uint32_t>(to)};
+  };
+  const tcp::Channel channels[] = {tcp::Channel::kCollective, tcp::Channel::kPointToPoint};
+  std::vector<std::vector<tcp::DialerHandshake>> dialing(n, std::vector<tcp::DialerHandshake>(2));
   for (int j = me + 1; j < n; ++j) {
-    for (auto ch : {tcp::Channel::kCollective, tcp::Channel::kPointToPoint}) {
-      tcp::Hello hello{tcp::kHelloMagic, tcp::kWireVersion, static_cast<uint16_t>(ch), spec_.uid,
-                       static_cast<uint32_t>(me), static_cast<uint32_t>(j)};
+    for (int c = 0; c < 2; ++c) {
       UniqueFd fd;
-      Status st = tcp::ConnectAndHello(spec_.node_addresses[j], hello, deadline, &fd);
+      Status st = tcp::ConnectAndHello(spec_.node_addresses[j], hello_for(channels[c], me, j), deadline, &fd);
+      if (st.ok()) st = dialing[j][c].Start(fd.get(), deadline);
       if (!st.ok()) return st.WithContext("connecting to node " + spec_.node_names[j] + ": ");
-      (ch == tcp::Channel::kCollective ? coll : p2p)[j] = std::move(fd);
+      (c == 0 ? coll : p2p)[j] = std::move(fd);
     }
   }
   for (int j = 0; j < me; ++j) {
-    for (auto ch : {tcp::Channel::kCollective, tcp::Channel::kPointToPoint}) {
+    for (int c = 0; c < 2; ++c) {
       UniqueFd fd;
-      Status st = services_.broker->Await(spec_.uid, ch, static_cast<uint32_t>(j), deadline, &fd);
+      Status st = services_.broker->Await(spec_.uid, channels[c], static_cast<uint32_t>(j), deadline, &fd);
       if (!st.ok()) {
         return Status::Timeout("node " + spec_.node_names[j] + " (" + spec_.node_addresses[j] +
                                ") did not connect within the timeout; is its daemon reachable from here and back?");
       }
-      (ch == tcp::Channel::kCollective ? coll : p2p)[j] = std::move(fd);
+      st = tcp::AuthenticateListener(fd.get(), spec_.secret, hello_for(channels[c], j, me), deadline);
+      if (!st.ok()) {
+        if (services_.metrics != nullptr) services_.metrics->RecordAuthFailure();
+        BATON_WARN("{}: connection claiming to be node {} refused: {}", Describe(), spec_.node_names[j], st.message());
+        return st.WithContext("connection from node " + spec_.node_names[j] + ": ");
+      }
+      (c == 0 ? coll : p2p)[j] = std::move(fd);
+    }
+  }
+  for (int j = me + 1; j < n; ++j) {
+    for (int c = 0; c < 2; ++c) {
+      const int fd = (c == 0 ? coll : p2p)[j].get();
+      Status st = dialing[j][c].Finish(fd, spec_.secret, hello_for(channels[c], me, j), deadline);
+      if (!st.ok()) {
+        if (services_.metrics != nullptr) services_.metrics->RecordAuthFailure();
+        return st.WithContext("authenticating to node " + spec_.node_names[j] + ": ");
+      }
     }
   }
   std::vector<std::string> names;
@@ -677,6 +701,7 @@ void Communicator::FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint
     spec.uid = Mix(spec_.uid ^ Mix(op.seq) ^ Mix(static_cast<uint64_t>(static_cast<uint32_t>(op.color)) << 1));
     spec.timeout = spec_.timeout;
     spec.algorithm = spec_.algorithm;
+    spec.secret = spec_.secret;
     // Renumber the nodes that hold members, in order of first appearance.
     std::map<int, int> node_index;
     std::vector<int> node_of_rank;

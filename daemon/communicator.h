@@ -46,6 +46,7 @@ struct CommSpec {
   std::vector<std::string> node_grpc;       // per node, gRPC address (Peer service)
   std::chrono::milliseconds timeout{300000};
   Algorithm algorithm = Algorithm::kAuto;
+  std::string secret;  // the job secret: data connections must prove they know it
 };
 
 struct DaemonServices {

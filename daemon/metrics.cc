@@ -27,8 +27,14 @@ void Metrics::RecordLocalCopy(uint64_t bytes) {
   shm_bytes_ += bytes;
 }
 
+void Metrics::RecordAuthFailure() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++auth_failures_;
+}
+
 void Metrics::Fill(baton::v1::Counters* out) const {
   std::lock_guard<std::mutex> lock(mu_);
+  out->set_auth_failures(auth_failures_);
   for (uint64_t b : kBucketBoundsUs) out->add_latency_bucket_bounds_us(b);
   for (size_t i = 0; i < per_collective_.size(); ++i) {
     const PerCollective& p = per_collective_[i];

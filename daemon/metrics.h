@@ -21,6 +21,7 @@ class Metrics {
   void RecordOp(Collective c, uint64_t bytes, std::chrono::nanoseconds latency, bool ok);
   void RecordNetwork(uint64_t sent, uint64_t received);
   void RecordLocalCopy(uint64_t bytes);
+  void RecordAuthFailure();
 
   void Fill(baton::v1::Counters* out) const;
 
@@ -36,6 +37,7 @@ class Metrics {
   uint64_t tcp_sent_ = 0;
   uint64_t tcp_received_ = 0;
   uint64_t shm_bytes_ = 0;
+  uint64_t auth_failures_ = 0;
 };
 
 }  // namespace baton

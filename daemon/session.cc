@@ -253,6 +253,7 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
       spec.uid = resp.comm_uid();
       spec.timeout = timeout;
       spec.algorithm = algo;
+      spec.secret = join.secret();
       // Nodes are numbered in order of their lowest rank.
       std::map<std::string, int> node_index;
       std::vector<int> node_of_rank;

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libboost-dev libspdlog-dev libfmt-dev
+  libboost-dev libspdlog-dev libfmt-dev libssl-dev
   libgtest-dev libgmock-dev
   iproute2
 )

@@ -266,7 +266,9 @@ int main_impl(int argc, char** argv) {
       std::printf("transport %-4s sent %llu B, received %llu B\n", t.transport().c_str(),
                   static_cast<unsigned long long>(t.bytes_sent()), static_cast<unsigned long long>(t.bytes_received()));
     }
-    std::printf("rejected data connections: %llu\n", static_cast<unsigned long long>(c.rejected_connections()));
+    std::printf("rejected data connections: %llu (bad hello), %llu (failed authentication)\n",
+                static_cast<unsigned long long>(c.rejected_connections()),
+                static_cast<unsigned long long>(c.auth_failures()));
     return 0;
   }
   if (cmd == "trace") {

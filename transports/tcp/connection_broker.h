@@ -38,7 +38,8 @@ class ConnectionBroker {
 
 // Opens a TCP connection to `address` (host:port), tunes it for bulk
 // transfer and sends `hello`. Retries refused connections until `deadline`
-// (the peer daemon may still be starting).
+// (the peer daemon may still be starting). Authentication follows
+// (handshake.h).
 Status ConnectAndHello(const std::string& address, const Hello& hello, ConnectionBroker::Clock::time_point deadline,
                        UniqueFd* out);
 
