@@ -342,11 +342,6 @@ TEST(Rendezvous, NoDaemonIsAClearError) {
   EXPECT_NE(msg.find("cannot reach batond at /tmp/baton-no-such-daemon.sock"), std::string::npos) << msg;
 }
 
-}  // namespace
-}  // namespace baton::test
-
-namespace baton::test {
-namespace {
 
 TEST(Quota, AllocationBeyondThePerClientLimitIsRefusedClearly) {
   auto cluster = StartCluster(1, {"--max-client-memory", "1M"});

@@ -2,17 +2,23 @@
 // operation waits, coordinated abort that carries the diagnosis to every
 // node, a killed peer daemon, and the standard health service.
 #include <gtest/gtest.h>
-
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <atomic>
-#include <functional>
-#include <map>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <sstream>
 #include <thread>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 
 #include "tests/rank_threads.h"
 
@@ -223,11 +229,6 @@ TEST(ControlPlane, OperatorAbortReachesEveryRankWithTheReason) {
   EXPECT_NE(status.find("communicators 0"), std::string::npos) << status;
 }
 
-}  // namespace
-}  // namespace baton::test
-
-namespace baton::test {
-namespace {
 
 // A hung node keeps its TCP connections open: only heartbeats notice.
 TEST(ControlPlane, HungPeerDaemonIsDeclaredDeadByHeartbeats) {
@@ -261,17 +262,6 @@ TEST(ControlPlane, HungPeerDaemonIsDeclaredDeadByHeartbeats) {
   EXPECT_LT(seconds, 1.5 + 5.0) << "detected only after " << seconds << " s";
 }
 
-}  // namespace
-}  // namespace baton::test
-
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-
-#include <cstring>
-#include <filesystem>
-
-namespace baton::test {
-namespace {
 
 // Events named `name` in a Chrome trace.
 int CountEvents(const google::protobuf::Struct& trace, const std::string& name) {
@@ -328,14 +318,6 @@ TEST(ControlPlane, FlightRecorderDumpIsChromeTraceJsonWithTheOperations) {
   std::filesystem::remove_all(traces);
 }
 
-}  // namespace
-}  // namespace baton::test
-
-#include <sys/socket.h>
-#include <sys/un.h>
-
-namespace baton::test {
-namespace {
 
 // batond tells systemd it is ready (Type=notify) and pings the watchdog.
 TEST(ControlPlane, NotifiesSystemdReadinessAndWatchdog) {
@@ -367,11 +349,6 @@ TEST(ControlPlane, NotifiesSystemdReadinessAndWatchdog) {
   EXPECT_NE(got.find("WATCHDOG=1"), std::string::npos) << got;
 }
 
-}  // namespace
-}  // namespace baton::test
-
-namespace baton::test {
-namespace {
 
 TEST(ControlPlane, CountersCountOperationsBytesAndTraffic) {
   auto cluster = StartCluster(2);
@@ -403,11 +380,6 @@ TEST(ControlPlane, CountersCountOperationsBytesAndTraffic) {
   EXPECT_GT(tcp_sent, 5 * 2000) << out;  // every algorithm sends at least half of each vector to the other node
 }
 
-}  // namespace
-}  // namespace baton::test
-
-namespace baton::test {
-namespace {
 
 // What is really on this machine, through the daemon.
 TEST(ControlPlane, TopologyOfThisMachine) {
@@ -423,11 +395,6 @@ TEST(ControlPlane, TopologyOfThisMachine) {
   EXPECT_GE(json.fields().at("numa").list_value().values_size(), 1);
 }
 
-}  // namespace
-}  // namespace baton::test
-
-namespace baton::test {
-namespace {
 
 TEST(ControlPlane, LogFileAndTopologyDumpFromSettings) {
   const std::string dir = "/tmp/baton-logs-" + std::to_string(::getpid());

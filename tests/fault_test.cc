@@ -95,11 +95,6 @@ TEST(Faults, RankExitingWithoutDestroyFailsTheNextCollective) {
   baton_comm_destroy(comm);
 }
 
-}  // namespace
-}  // namespace baton::test
-
-namespace baton::test {
-namespace {
 
 TEST(Faults, RankThatNeverCallsTimesOutTheOthersNamingIt) {
   auto cluster = StartCluster(2);

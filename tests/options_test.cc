@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -68,11 +67,6 @@ TEST(Options, InvalidValuesAreRejected) {
   EXPECT_NE(st.message().find("--listen needs a value"), std::string::npos) << st.message();
 }
 
-}  // namespace
-}  // namespace baton
-
-namespace baton {
-namespace {
 
 TEST(Options, ShippedConfigFileParses) {
   DaemonOptions o;
@@ -83,11 +77,6 @@ TEST(Options, ShippedConfigFileParses) {
   EXPECT_EQ(o.trace_dir, "/var/lib/baton/traces");
 }
 
-}  // namespace
-}  // namespace baton
-
-namespace baton {
-namespace {
 
 TEST(Options, PrecedenceIsDefaultsConfigEnvironmentCommandLine) {
   const std::string path = WriteConfig("timeout = 7\nstraggler-warning = 3\n");

@@ -7,6 +7,7 @@
 
 #include "tests/sysfs_fixture.h"
 #include "topology/interfaces.h"
+#include "topology/nvml.h"
 #include "topology/topology.h"
 
 namespace baton::test {
@@ -219,11 +220,6 @@ TEST(Interfaces, LoopbackOnlyMachineFallsBackToLoopback) {
   EXPECT_EQ(Names(out), (std::vector<std::string>{"lo/127.0.0.1"}));
 }
 
-}  // namespace
-}  // namespace baton::test
-
-namespace baton::test {
-namespace {
 
 TEST(Interfaces, RdmaDeviceSelection) {
   const std::vector<std::string> devs = {"mlx5_0", "mlx5_1", "mlx5_10", "bnxt_re0"};
@@ -241,13 +237,6 @@ TEST(Interfaces, RdmaDeviceSelection) {
   EXPECT_NE(st.message().find("devices here: mlx5_0, mlx5_1, mlx5_10, bnxt_re0"), std::string::npos) << st.message();
 }
 
-}  // namespace
-}  // namespace baton::test
-
-#include "topology/nvml.h"
-
-namespace baton::test {
-namespace {
 
 TEST(Nvml, BusIdsMatchSysfsNames) {
   EXPECT_EQ(topo::NvmlBusIdToBdf("00000000:3B:00.0"), "0000:3b:00.0");
