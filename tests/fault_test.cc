@@ -123,5 +123,31 @@ TEST(Faults, RankThatNeverCallsTimesOutTheOthersNamingIt) {
   for (int r : {0, 2}) EXPECT_LT(seconds[r], 2.0 + 5.0) << "rank " << r;
 }
 
+
+// The local daemon dies while a rank waits: the wait ends with an error, not never.
+TEST(Faults, LocalDaemonDeathEndsTheWait) {
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok());
+  baton_result_t code = baton_success;
+  std::string message;
+  double seconds = 0;
+  std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("localdeath"), [&](int rank, baton_comm_t comm) {
+    if (rank == 1) {  // never calls; kills the daemon instead
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      cluster->Kill(0);
+      return;
+    }
+    float x = 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    code = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    message = baton_get_last_error(comm);
+  });
+  ASSERT_EQ(err, "");
+  EXPECT_EQ(code, baton_unavailable) << message;
+  EXPECT_NE(message.find("closed the connection while this operation was in flight"), std::string::npos) << message;
+  EXPECT_LT(seconds, 5.0);
+}
+
 }  // namespace
 }  // namespace baton::test

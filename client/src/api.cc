@@ -93,12 +93,23 @@ baton_result_t WaitRequest(baton_request* req, int timeout_ms) {
       return Fail(Code::kInProgress, "operation still in progress after " + std::to_string(timeout_ms) + " ms");
     }
     if (now - start < kSpin) continue;
+    // Sleep in slices so that a daemon that died is noticed: its
+    // completions would never come.
+    constexpr int64_t kSliceNs = 200'000'000;
     const int64_t left_ns =
         deadline == Clock::time_point::max()
-            ? 1'000'000'000
+            ? kSliceNs
             : std::min<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count(),
-                                1'000'000'000);
-    baton::FutexWait(&c.state, ipc::kPending, left_ns);
+                                kSliceNs);
+    if (!baton::FutexWait(&c.state, ipc::kPending, left_ns) && c.state.load() != ipc::kDone &&
+        !req->comm->conn->DaemonAlive()) {
+      int expected = baton_success;
+      req->comm->async_error.compare_exchange_strong(expected, baton_unavailable);
+      // The request is left allocated: the daemon that could complete it is gone.
+      return Fail(Code::kUnavailable, "batond at " + req->comm->conn->socket_path() +
+                                          " closed the connection while this operation was in flight (the daemon "
+                                          "exited or crashed); restart it and recreate the communicator");
+    }
   }
   const auto code = static_cast<baton_result_t>(c.code);
   std::string message = c.message;

@@ -1,5 +1,6 @@
 #include "client/src/daemon_connection.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -63,6 +64,7 @@ Status DaemonConnection::Get(const std::string& socket_path, DaemonConnection** 
 }
 
 Status DaemonConnection::Connect(const std::string& path) {
+  socket_path_ = path;
   socket_.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   if (!socket_.valid()) return Status::Errno("socket", errno);
   sockaddr_un addr{};
@@ -229,6 +231,12 @@ void DaemonConnection::Enqueue(const ipc::Descriptor& d) {
   }
   std::memcpy(&ring_view_.slots[tail % ipc::kRingSlots], &d, sizeof d);
   ctl->tail.store(tail + 1, std::memory_order_release);
+}
+
+bool DaemonConnection::DaemonAlive() const {
+  pollfd p{socket_.get(), POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) <= 0) return true;
+  return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0;
 }
 
 void DaemonConnection::RingDoorbell() {

@@ -53,6 +53,11 @@ class DaemonConnection {
   void Enqueue(const ipc::Descriptor& d);
   void RingDoorbell();
 
+  // False once the daemon has closed its end of the control socket (it
+  // exited or crashed): operations in flight will never complete.
+  bool DaemonAlive() const;
+  const std::string& socket_path() const { return socket_path_; }
+
  private:
   struct Segment {
     uint64_t id = 0;
@@ -61,6 +66,7 @@ class DaemonConnection {
 
   Status Connect(const std::string& socket_path);
 
+  std::string socket_path_;
   UniqueFd socket_;
   UniqueFd doorbell_;
   Mapping ring_;
