@@ -96,24 +96,23 @@ TEST(ControlPlane, StragglerIsReportedWhileLateAndTheOperationThenCompletes) {
 TEST(ControlPlane, TimeoutDiagnosisReachesRanksOnEveryNode) {
   auto cluster = StartCluster(2);
   ASSERT_TRUE(cluster->status().ok());
-  std::vector<std::string> messages(4);
-  std::vector<baton_result_t> codes(4, baton_success);
+  std::vector<Outcome> out(4);
   std::atomic<int> finished{0};
   std::string err = RunRanks(*cluster, {0, 0, 1, 1}, UniqueJob("timeout"), [&](int rank, baton_comm_t comm) {
-    if (rank == 1) {  // never arrives
+    if (rank == 1) {  // never arrives; leaves once the others gave up
       while (finished < 3) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       return;
     }
-    float x = 1;
-    codes[rank] = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
-    messages[rank] = baton_get_last_error(comm);
+    out[rank] = TimedAllReduce(comm);
     ++finished;
   }, /*timeout_seconds=*/2);
   ASSERT_EQ(err, "");
   for (int r : {0, 2, 3}) {
-    EXPECT_EQ(codes[r], baton_timeout) << "rank " << r << ": " << messages[r];
-    EXPECT_NE(messages[r].find("rank 1 on node n0 did not call it"), std::string::npos)
-        << "rank " << r << ": " << messages[r];
+    EXPECT_EQ(out[r].code, baton_timeout) << "rank " << r << ": " << out[r].message;
+    EXPECT_NE(out[r].message.find("rank 1 on node n0 did not call it"), std::string::npos)
+        << "rank " << r << ": " << out[r].message;
+    EXPECT_NE(out[r].message.find("allreduce(count=1"), std::string::npos) << "rank " << r << ": " << out[r].message;
+    EXPECT_LT(out[r].seconds, 2.0 + 5.0) << "rank " << r;  // the timeout plus a small bound
   }
 }
 
@@ -165,25 +164,19 @@ TEST(ControlPlane, MismatchOfCountTypeOpOrRootIsReportedOnEveryRank) {
 TEST(ControlPlane, KilledPeerDaemonIsNamedToTheSurvivingRanks) {
   auto cluster = StartCluster(2);
   ASSERT_TRUE(cluster->status().ok());
-  baton_result_t code = baton_success;
-  std::string message;
-  double seconds = 0;
+  Outcome outcome;
   std::string err = RunRanks(*cluster, {0, 1}, UniqueJob("deadpeer"), [&](int rank, baton_comm_t comm) {
     if (rank == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       cluster->Kill(1);  // the daemon of rank 1's node dies mid-collective
       return;
     }
-    float x = 1;
-    const auto t0 = std::chrono::steady_clock::now();
-    code = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    message = baton_get_last_error(comm);
+    outcome = TimedAllReduce(comm);
   });
   ASSERT_EQ(err, "");
-  EXPECT_EQ(code, baton_remote_error) << message;
-  EXPECT_NE(message.find("node 1 (n1"), std::string::npos) << message;
-  EXPECT_LT(seconds, 10.0);
+  EXPECT_EQ(outcome.code, baton_remote_error) << outcome.message;
+  EXPECT_NE(outcome.message.find("node 1 (n1"), std::string::npos) << outcome.message;
+  EXPECT_LT(outcome.seconds, 10.0);
   EXPECT_TRUE(cluster->Alive(0));
 }
 
@@ -234,9 +227,7 @@ TEST(ControlPlane, OperatorAbortReachesEveryRankWithTheReason) {
 TEST(ControlPlane, HungPeerDaemonIsDeclaredDeadByHeartbeats) {
   auto cluster = StartCluster(2, {"--heartbeat", "0.2", "--peer-timeout", "1.5"});
   ASSERT_TRUE(cluster->status().ok());
-  baton_result_t code = baton_success;
-  std::string message;
-  double seconds = 0;
+  Outcome outcome;
   std::atomic<bool> done{false};
   std::string err = RunRanks(*cluster, {0, 1}, UniqueJob("hung"), [&](int rank, baton_comm_t comm) {
     if (rank == 1) {
@@ -247,19 +238,15 @@ TEST(ControlPlane, HungPeerDaemonIsDeclaredDeadByHeartbeats) {
       return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    float x = 1;
-    const auto t0 = std::chrono::steady_clock::now();
-    code = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    message = baton_get_last_error(comm);
+    outcome = TimedAllReduce(comm);
     done = true;
     baton_comm_destroy(comm);
   }, /*timeout_seconds=*/60, /*destroy=*/false);
   ASSERT_EQ(err, "");
-  EXPECT_EQ(code, baton_remote_error) << message;
-  EXPECT_NE(message.find("node n1"), std::string::npos) << message;
-  EXPECT_NE(message.find("missed heartbeats"), std::string::npos) << message;
-  EXPECT_LT(seconds, 1.5 + 5.0) << "detected only after " << seconds << " s";
+  EXPECT_EQ(outcome.code, baton_remote_error) << outcome.message;
+  EXPECT_NE(outcome.message.find("node n1"), std::string::npos) << outcome.message;
+  EXPECT_NE(outcome.message.find("missed heartbeats"), std::string::npos) << outcome.message;
+  EXPECT_LT(outcome.seconds, 1.5 + 5.0) << "detected only after " << outcome.seconds << " s";
 }
 
 

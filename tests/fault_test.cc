@@ -5,7 +5,6 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
-#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -42,20 +41,14 @@ TEST(Faults, RankKilledMidCollectiveFailsTheOthersWithItsName) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     ::kill(victim, SIGKILL);
   });
-  std::vector<std::string> messages(3);
-  std::vector<baton_result_t> codes(3, baton_success);
-  std::vector<double> seconds(3, 0);
+  std::vector<Outcome> out(3);
   // Run ranks 0 and 2 only: rank 1 is the spawned process.
   std::vector<std::thread> ranks;
   for (int r : {0, 2}) {
     ranks.emplace_back([&, r] {
       baton_comm_t comm = nullptr;
       ASSERT_EQ(InitRank(*cluster, r == 0 ? 0 : 1, job, 3, r, &comm), baton_success) << baton_get_last_error(nullptr);
-      float x = 1;
-      const auto t0 = std::chrono::steady_clock::now();
-      codes[r] = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
-      seconds[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      messages[r] = baton_get_last_error(comm);
+      out[r] = TimedAllReduce(comm);
       baton_comm_destroy(comm);
     });
   }
@@ -63,16 +56,16 @@ TEST(Faults, RankKilledMidCollectiveFailsTheOthersWithItsName) {
   killer.join();
   ::waitpid(victim, nullptr, 0);
   // The rank on the dead process's node hears exactly who died.
-  EXPECT_EQ(codes[0], baton_remote_error) << messages[0];
-  EXPECT_NE(messages[0].find("rank 1 of communicator 'world'"), std::string::npos) << messages[0];
-  EXPECT_NE(messages[0].find("pid " + std::to_string(victim)), std::string::npos) << messages[0];
+  EXPECT_EQ(out[0].code, baton_remote_error) << out[0].message;
+  EXPECT_NE(out[0].message.find("rank 1 of communicator 'world'"), std::string::npos) << out[0].message;
+  EXPECT_NE(out[0].message.find("pid " + std::to_string(victim)), std::string::npos) << out[0].message;
   // The rank on the other node gets the same diagnosis (coordinated abort).
-  EXPECT_EQ(codes[2], baton_remote_error) << messages[2];
-  EXPECT_NE(messages[2].find("rank 1 of communicator 'world'"), std::string::npos) << messages[2];
-  EXPECT_NE(messages[2].find("on node n0"), std::string::npos) << messages[2];
+  EXPECT_EQ(out[2].code, baton_remote_error) << out[2].message;
+  EXPECT_NE(out[2].message.find("rank 1 of communicator 'world'"), std::string::npos) << out[2].message;
+  EXPECT_NE(out[2].message.find("on node n0"), std::string::npos) << out[2].message;
   // Within seconds, not after a watchdog.
-  EXPECT_LT(seconds[0], 30.0);
-  EXPECT_LT(seconds[2], 30.0);
+  EXPECT_LT(out[0].seconds, 30.0);
+  EXPECT_LT(out[2].seconds, 30.0);
   EXPECT_TRUE(cluster->Alive(0));
   EXPECT_TRUE(cluster->Alive(1));
 }
@@ -96,57 +89,24 @@ TEST(Faults, RankExitingWithoutDestroyFailsTheNextCollective) {
 }
 
 
-TEST(Faults, RankThatNeverCallsTimesOutTheOthersNamingIt) {
-  auto cluster = StartCluster(2);
-  ASSERT_TRUE(cluster->status().ok());
-  std::vector<baton_result_t> codes(3, baton_success);
-  std::vector<std::string> messages(3);
-  std::vector<double> seconds(3, 0);
-  std::atomic<int> finished{0};
-  std::string err = RunRanks(*cluster, {0, 0, 1}, UniqueJob("late"), [&](int rank, baton_comm_t comm) {
-    if (rank == 1) {  // never calls the collective; leaves once the others gave up
-      while (finished < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      return;
-    }
-    float x = 1;
-    const auto t0 = std::chrono::steady_clock::now();
-    codes[rank] = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
-    seconds[rank] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    messages[rank] = baton_get_last_error(comm);
-    ++finished;
-  }, /*timeout_seconds=*/2);
-  ASSERT_EQ(err, "");
-  EXPECT_EQ(codes[0], baton_timeout) << messages[0];
-  EXPECT_NE(messages[0].find("rank 1 on node n0 did not call it"), std::string::npos) << messages[0];
-  EXPECT_NE(messages[0].find("allreduce(count=1"), std::string::npos) << messages[0];
-  EXPECT_NE(codes[2], baton_success) << messages[2];
-  for (int r : {0, 2}) EXPECT_LT(seconds[r], 2.0 + 5.0) << "rank " << r;
-}
-
-
 // The local daemon dies while a rank waits: the wait ends with an error, not never.
 TEST(Faults, LocalDaemonDeathEndsTheWait) {
   auto cluster = StartCluster(1);
   ASSERT_TRUE(cluster->status().ok());
-  baton_result_t code = baton_success;
-  std::string message;
-  double seconds = 0;
+  Outcome outcome;
   std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("localdeath"), [&](int rank, baton_comm_t comm) {
     if (rank == 1) {  // never calls; kills the daemon instead
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       cluster->Kill(0);
       return;
     }
-    float x = 1;
-    const auto t0 = std::chrono::steady_clock::now();
-    code = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    message = baton_get_last_error(comm);
+    outcome = TimedAllReduce(comm);
   });
   ASSERT_EQ(err, "");
-  EXPECT_EQ(code, baton_unavailable) << message;
-  EXPECT_NE(message.find("closed the connection while this operation was in flight"), std::string::npos) << message;
-  EXPECT_LT(seconds, 5.0);
+  EXPECT_EQ(outcome.code, baton_unavailable) << outcome.message;
+  EXPECT_NE(outcome.message.find("closed the connection while this operation was in flight"), std::string::npos)
+      << outcome.message;
+  EXPECT_LT(outcome.seconds, 5.0);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 
@@ -20,6 +21,16 @@ baton_result_t InitRank(const LocalCluster& cluster, int node, const std::string
   cfg.rendezvous = cluster.rendezvous().c_str();
   cfg.timeout_seconds = timeout_seconds;
   return baton_comm_init_config(comm, world, rank, &cfg);
+}
+
+Outcome TimedAllReduce(baton_comm_t comm) {
+  float x = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  Outcome o;
+  o.code = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr);
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  o.message = baton_get_last_error(comm);
+  return o;
 }
 
 std::string UniqueJob(const std::string& prefix) {

@@ -28,6 +28,17 @@ std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_o
 baton_result_t InitRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank,
                         baton_comm_t* comm, double timeout_seconds = 60);
 
+// What a rank saw from one call: result, message, and how long it took.
+struct Outcome {
+  baton_result_t code = baton_success;
+  std::string message;
+  double seconds = 0;
+};
+
+// One float32 AllReduce of a single element, timed: the call fault tests
+// watch fail (how, with which message, how fast).
+Outcome TimedAllReduce(baton_comm_t comm);
+
 // A unique job id per call, so tests never collide in rendezvous.
 std::string UniqueJob(const std::string& prefix);
 
