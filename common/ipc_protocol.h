@@ -89,7 +89,7 @@ struct Reply {
   uint64_t value;    // Hello: ring bytes; MemAlloc: segment id; CommInit/Split: comm handle
   int32_t rank;      // CommInit/Split: this rank in the communicator
   int32_t nranks;    //   and its size (0 for a split with negative color)
-  char message[1024];
+  char message[1024];  // error text; Hello: the daemon's rendezvous address
 };
 
 // ---- shared-memory submission ring ----

@@ -146,7 +146,19 @@ Status Daemon::Start() {
                    {}, options_.trace_dir};
   PlaceOnDataNic();
   env_.node_id = options_.node_name + "/" + RandomHex();
-  env_.rendezvous = options_.rendezvous.empty() ? grpc_hp.ToString() : options_.rendezvous;
+  env_.rendezvous = options_.rendezvous;
+  if (env_.rendezvous.empty()) {
+    // Clients of other nodes will dial this address (it reaches them through
+    // baton_get_daemon_rendezvous, e.g. via torch's store), so a wildcard
+    // gRPC listen advertises the host of the data address instead.
+    HostPort rv = grpc_hp;
+    if (rv.host == "0.0.0.0" || rv.host == "::") {
+      HostPort data;
+      BATON_RETURN_IF_ERROR(ParseHostPort(env_.data_address, &data));
+      rv.host = data.host;
+    }
+    env_.rendezvous = rv.ToString();
+  }
 
   signals_.async_wait([this](const boost::system::error_code& e, int sig) {
     if (!e) {

@@ -113,7 +113,7 @@ void Session::Dispatch(size_t len) {
 }
 
 void Session::Reply(uint32_t request_id, const Status& st, uint64_t value, int rank, int nranks,
-                    const std::vector<int>& fds) {
+                    const std::vector<int>& fds, const std::string& text) {
   auto r = std::make_unique<ipc::Reply>();
   std::memset(r.get(), 0, sizeof *r);
   r->h = {static_cast<uint32_t>(ipc::MsgType::kReply), request_id};
@@ -121,7 +121,7 @@ void Session::Reply(uint32_t request_id, const Status& st, uint64_t value, int r
   r->value = value;
   r->rank = rank;
   r->nranks = nranks;
-  std::strncpy(r->message, st.message().c_str(), sizeof r->message - 1);
+  std::strncpy(r->message, st.ok() ? text.c_str() : st.message().c_str(), sizeof r->message - 1);
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return;
   Status sent = SendWithFds(socket_.native_handle(), r.get(), sizeof *r, fds);
@@ -152,7 +152,7 @@ void Session::OnHello(const ipc::HelloRequest& req) {
   const int bell_fd = bell.get();
   doorbell_ = std::make_unique<boost::asio::posix::stream_descriptor>(io_, bell.release());
   hello_done_ = true;
-  Reply(req.h.request_id, Status::Ok(), ipc::kRingBytes, 0, 0, {ring_fd, bell_fd});
+  Reply(req.h.request_id, Status::Ok(), ipc::kRingBytes, 0, 0, {ring_fd, bell_fd}, env_.rendezvous);
   WaitDoorbell();
 }
 

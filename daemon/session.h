@@ -66,8 +66,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Status ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const char* which, uint8_t** ptr,
                        std::shared_ptr<Mapping>* hold);
 
+  // `text` is the reply's message when `st` is OK (Hello: the rendezvous address).
   void Reply(uint32_t request_id, const Status& st, uint64_t value = 0, int rank = 0, int nranks = 0,
-             const std::vector<int>& fds = {});
+             const std::vector<int>& fds = {}, const std::string& text = {});
   // Registers a communicator handle and answers the init/split request.
   void FinishJoin(uint32_t request_id, const Status& st, std::shared_ptr<Communicator> comm, int rank, int nranks);
   void Close(const std::string& why);

@@ -386,6 +386,20 @@ baton_result_t baton_mem_alloc(void** ptr, size_t size) {
   return st.ok() ? baton_success : Fail(st);
 }
 
+baton_result_t baton_get_daemon_rendezvous(char* address, size_t size) {
+  if (address == nullptr || size == 0) return Fail(Code::kInvalidArgument, "baton_get_daemon_rendezvous: NULL buffer");
+  DaemonConnection* conn = nullptr;
+  Status st = DaemonConnection::Default(EnvOr(nullptr, "BATON_SOCKET", "/run/baton/batond.sock"), &conn);
+  if (!st.ok()) return Fail(st);
+  const std::string& rv = conn->rendezvous();
+  if (rv.size() + 1 > size) {
+    return Fail(Code::kInvalidArgument, "baton_get_daemon_rendezvous: buffer of " + std::to_string(size) +
+                                            " bytes is too small for '" + rv + "'");
+  }
+  std::memcpy(address, rv.c_str(), rv.size() + 1);
+  return baton_success;
+}
+
 baton_result_t baton_comm_mem_alloc(baton_comm_t comm, void** ptr, size_t size) {
   if (comm == nullptr || ptr == nullptr || size == 0) {
     return Fail(Code::kInvalidArgument, "baton_comm_mem_alloc: NULL argument or zero size");

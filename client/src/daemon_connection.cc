@@ -88,6 +88,8 @@ Status DaemonConnection::Connect(const std::string& path) {
   BATON_RETURN_IF_ERROR(Mapping::MapShared(fds[0].get(), ipc::kRingBytes, &ring_));
   ring_view_ = ipc::RingView::At(ring_.data());
   doorbell_ = std::move(fds[1]);
+  reply.message[sizeof reply.message - 1] = '\0';
+  rendezvous_ = reply.message;
   for (uint32_t i = ipc::kCompletions; i > 0; --i) free_slots_.push_back(i - 1);
   return Status::Ok();
 }

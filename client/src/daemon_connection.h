@@ -57,6 +57,8 @@ class DaemonConnection {
   // exited or crashed): operations in flight will never complete.
   bool DaemonAlive() const;
   const std::string& socket_path() const { return socket_path_; }
+  // The daemon's default rendezvous address (host:port), from its Hello reply.
+  const std::string& rendezvous() const { return rendezvous_; }
 
  private:
   struct Segment {
@@ -67,6 +69,7 @@ class DaemonConnection {
   Status Connect(const std::string& socket_path);
 
   std::string socket_path_;
+  std::string rendezvous_;
   UniqueFd socket_;
   UniqueFd doorbell_;
   Mapping ring_;

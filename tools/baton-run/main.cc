@@ -3,10 +3,13 @@
 // rank prefixes, and cleans everything up.
 //
 //   baton-run --nodes 2 --ranks-per-node 2 -- build/bin/baton-bench allreduce
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,7 +51,10 @@ options:
 
 Each rank gets BATON_RANK, BATON_WORLD_SIZE, BATON_LOCAL_RANK,
 BATON_LOCAL_SIZE, BATON_NODE_RANK, BATON_SOCKET, BATON_RENDEZVOUS,
-BATON_JOB_ID and BATON_JOB_SECRET. The exit status is 0 only if every rank
+BATON_JOB_ID and BATON_JOB_SECRET, and, as torchrun sets them for
+torch.distributed's env:// rendezvous, RANK, WORLD_SIZE, LOCAL_RANK,
+LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR and MASTER_PORT (a free local
+port) unless they are already set. The exit status is 0 only if every rank
 exited 0 and every daemon survived.
 )";
 
@@ -66,6 +72,31 @@ std::string SelfDir() {
   std::error_code ec;
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? "." : p.parent_path().string();
+}
+
+// RANK=, WORLD_SIZE=, ...: set per rank below, never inherited.
+bool IsPerRankTorchVariable(const char* entry) {
+  for (const char* name : {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "GROUP_RANK="}) {
+    if (std::strncmp(entry, name, std::strlen(name)) == 0) return true;
+  }
+  return false;
+}
+
+// A TCP port that was free a moment ago (for torch's store on rank 0).
+int FreeLocalPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 29500;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
 }
 
 std::string RandomSecret() {
@@ -170,6 +201,7 @@ int main(int argc, char** argv) {
   }
   const int world = nodes * per_node;
   const std::string secret = RandomSecret();
+  const std::string master_port = std::to_string(FreeLocalPort());
   std::vector<Rank> ranks(world);
   for (int n = 0; n < nodes; ++n) {
     for (int l = 0; l < per_node; ++l) {
@@ -177,6 +209,7 @@ int main(int argc, char** argv) {
       r.rank = n * per_node + l;
       std::vector<std::string> env;
       for (char** e = environ; *e; ++e) {
+        if (IsPerRankTorchVariable(*e)) continue;
         if (std::strncmp(*e, "BATON_", 6) != 0 || std::strncmp(*e, "BATON_DEBUG", 11) == 0 ||
             std::strncmp(*e, "BATON_ALGO", 10) == 0 || std::strncmp(*e, "BATON_TIMEOUT", 13) == 0) {
           env.emplace_back(*e);
@@ -191,6 +224,16 @@ int main(int argc, char** argv) {
       env.push_back("BATON_RENDEZVOUS=" + cluster.rendezvous());
       env.push_back("BATON_JOB_ID=" + job);
       env.push_back("BATON_JOB_SECRET=" + secret);
+      // torchrun's variables, so that torch.distributed's env:// works as is.
+      // The per-rank ones replace any inherited value; the store address is
+      // kept if the caller chose one.
+      env.push_back("RANK=" + std::to_string(r.rank));
+      env.push_back("WORLD_SIZE=" + std::to_string(world));
+      env.push_back("LOCAL_RANK=" + std::to_string(l));
+      env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(per_node));
+      env.push_back("GROUP_RANK=" + std::to_string(n));
+      if (std::getenv("MASTER_ADDR") == nullptr) env.push_back("MASTER_ADDR=127.0.0.1");
+      if (std::getenv("MASTER_PORT") == nullptr) env.push_back("MASTER_PORT=" + master_port);
       std::vector<char*> envp;
       for (auto& e : env) envp.push_back(e.data());
       envp.push_back(nullptr);

@@ -90,6 +90,11 @@ baton_result_t baton_comm_count(baton_comm_t comm, int* count);
 baton_result_t baton_comm_user_rank(baton_comm_t comm, int* rank);
 
 const char* baton_get_error_string(baton_result_t result);
+/* The rendezvous address (host:port) of the daemon at BATON_SOCKET (or the
+ * default socket): what the other ranks of a job must use as their
+ * rendezvous when this rank's daemon hosts it. Launchers without baton-run
+ * (e.g. torch's store) publish it from rank 0. */
+baton_result_t baton_get_daemon_rendezvous(char* address, size_t size);
 /* Message of the calling thread's last failed call ("" if none). */
 const char* baton_get_last_error(baton_comm_t comm);
 
