@@ -9,6 +9,8 @@ packages=(
   libboost-dev libspdlog-dev libfmt-dev libssl-dev
   libgtest-dev libgmock-dev
   iproute2
+  # The PyTorch backend (python/) and its tests.
+  python3-dev python3-torch libtorch-dev pybind11-dev python3-setuptools
 )
 
 missing=()

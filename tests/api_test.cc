@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <numeric>
@@ -51,6 +52,22 @@ TEST_F(ApiTest, CommQueriesReportRankAndSize) {
             }),
             "");
   f.Report();
+}
+
+TEST_F(ApiTest, DaemonRendezvousAddressIsTheJobsRendezvous) {
+  // Both daemons of the cluster serve the rendezvous of node 0 (--rendezvous
+  // on the others); a client learns it from its own daemon.
+  for (int node = 0; node < 2; ++node) {
+    ASSERT_EQ(::setenv("BATON_SOCKET", cluster_->socket(node).c_str(), 1), 0);
+    char address[128];
+    ASSERT_EQ(baton_get_daemon_rendezvous(address, sizeof address), baton_success) << baton_get_last_error(nullptr);
+    EXPECT_EQ(std::string(address), cluster_->rendezvous()) << "node " << node;
+    char tiny[4];
+    EXPECT_EQ(baton_get_daemon_rendezvous(tiny, sizeof tiny), baton_invalid_argument);
+    EXPECT_NE(std::string(baton_get_last_error(nullptr)).find("too small"), std::string::npos)
+        << baton_get_last_error(nullptr);
+  }
+  ::unsetenv("BATON_SOCKET");
 }
 
 TEST_F(ApiTest, SplitByParityFormsTwoCommunicatorsOrderedByKey) {

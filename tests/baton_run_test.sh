@@ -13,6 +13,16 @@ for r in 0 1 2 3; do
     || fail "rank $r line missing or wrong in: $out"
 done
 
+# torchrun's variables for torch.distributed's env://, inherited RANK replaced.
+out=$(RANK=99 "$baton_run" --nodes 2 --ranks-per-node 2 -- /bin/sh -c \
+  'echo "R=$RANK W=$WORLD_SIZE L=$LOCAL_RANK LW=$LOCAL_WORLD_SIZE G=$GROUP_RANK M=$MASTER_ADDR:$MASTER_PORT"' 2>&1) \
+  || fail "torch variables run exited non-zero: $out"
+for r in 0 1 2 3; do
+  echo "$out" | grep -Eq "^\[rank $r\] R=$r W=4 L=$((r % 2)) LW=2 G=$((r / 2)) M=127\.0\.0\.1:[0-9]+$" \
+    || fail "rank $r torch variables missing or wrong in: $out"
+done
+[[ $(echo "$out" | grep -o 'M=[0-9.:]*' | sort -u | wc -l) -eq 1 ]] || fail "ranks disagree on MASTER_PORT: $out"
+
 # A failing rank makes baton-run fail and say which rank and how.
 out=$("$baton_run" --nodes 2 --ranks-per-node 1 --grace 5 -- /bin/sh -c 'exit $((BATON_RANK * 3))' 2>&1)
 rc=$?
@@ -22,4 +32,4 @@ echo "$out" | grep -q "rank 1 exited with status 3" || fail "no report naming ra
 # A program that does not exist is a clear error.
 out=$("$baton_run" --nodes 1 -- /nonexistent/program 2>&1) && fail "missing program accepted"
 echo "$out" | grep -q "cannot start /nonexistent/program" || fail "unclear error: $out"
-echo "baton-run contract: 3 passed, 0 failed"
+echo "baton-run contract: 4 passed, 0 failed"

@@ -389,7 +389,7 @@ baton_result_t baton_mem_alloc(void** ptr, size_t size) {
 baton_result_t baton_get_daemon_rendezvous(char* address, size_t size) {
   if (address == nullptr || size == 0) return Fail(Code::kInvalidArgument, "baton_get_daemon_rendezvous: NULL buffer");
   DaemonConnection* conn = nullptr;
-  Status st = DaemonConnection::Default(EnvOr(nullptr, "BATON_SOCKET", "/run/baton/batond.sock"), &conn);
+  Status st = DaemonConnection::Get(EnvOr(nullptr, "BATON_SOCKET", "/run/baton/batond.sock"), &conn);
   if (!st.ok()) return Fail(st);
   const std::string& rv = conn->rendezvous();
   if (rv.size() + 1 > size) {
