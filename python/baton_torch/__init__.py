@@ -10,6 +10,7 @@ baton-run the job id, secret and rendezvous come from BATON_* variables
 instead (and the secret never enters the store). See docs/pytorch.md.
 """
 
+import inspect
 import os
 import secrets
 
@@ -53,4 +54,8 @@ def _create_process_group(store, rank, world_size, timeout):
     )
 
 
-dist.Backend.register_backend("baton", _create_process_group)
+# torch 2.x asks which devices a backend serves; 1.13 has no such argument.
+if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
+    dist.Backend.register_backend("baton", _create_process_group, devices=["cpu"])
+else:
+    dist.Backend.register_backend("baton", _create_process_group)
