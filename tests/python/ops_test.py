@@ -270,6 +270,15 @@ def test_errors():
                  "mismatch")
 
 
+def test_timeout():
+    # The group's timeout reaches Baton: rank 0 never calls, the others get
+    # an exception naming it once 3 s have passed.
+    group = dist.new_group(backend="baton", timeout=datetime.timedelta(seconds=3))
+    if RANK != 0:
+        msg = expect_error("timeout", lambda: dist.all_reduce(torch.ones(4), group=group), "rank 0")
+        print(f"timeout message: {msg}", flush=True)
+
+
 def test_subgroup():
     evens = dist.new_group(ranks=[r for r in range(WORLD) if r % 2 == 0], backend="baton")
     odds = dist.new_group(ranks=[r for r in range(WORLD) if r % 2 == 1], backend="baton")
@@ -285,7 +294,8 @@ def main():
     dist.init_process_group(backend="baton", timeout=datetime.timedelta(seconds=60))
     RANK, WORLD = dist.get_rank(), dist.get_world_size()
     tests = [test_allreduce, test_allreduce_coalesced, test_broadcast_reduce, test_allgather, test_gather_scatter,
-             test_reduce_scatter, test_alltoall, test_send_recv, test_async, test_subgroup, test_errors]
+             test_reduce_scatter, test_alltoall, test_send_recv, test_async, test_subgroup, test_errors,
+             test_timeout]
     if "--quick" in sys.argv:
         tests = [test_allreduce_coalesced, test_broadcast_reduce, test_allgather, test_async]
     for test in tests:
