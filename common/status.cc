@@ -17,6 +17,7 @@ const char* CodeName(Code code) {
     case Code::kInProgress: return "InProgress";
     case Code::kResourceExhausted: return "ResourceExhausted";
     case Code::kUnavailable: return "Unavailable";
+    case Code::kPermissionDenied: return "PermissionDenied";
   }
   return "Unknown";
 }

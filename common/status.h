@@ -19,6 +19,7 @@ enum class Code : int {
   kInProgress = 8,       // not done yet (baton_test)
   kResourceExhausted = 9,  // a limit (memory, slots) was reached
   kUnavailable = 10,     // the daemon or a service cannot be reached
+  kPermissionDenied = 11,  // the caller's user may not do this (another user's job)
 };
 
 const char* CodeName(Code code);
@@ -40,6 +41,7 @@ class [[nodiscard]] Status {
   static Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
   static Status Exhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
+  static Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

@@ -136,6 +136,16 @@ Status Daemon::Start() {
   if (!ec) client_acceptor_.bind(ep, ec);
   if (!ec) client_acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
   if (ec) return Status::System("cannot listen on " + options_.socket_path + ": " + ec.message());
+  // Who may connect is the socket's mode; what they may do is AccessPolicy's.
+  if (::chmod(options_.socket_path.c_str(), options_.socket_mode) != 0) {
+    return Status::Errno("chmod " + options_.socket_path, errno);
+  }
+  std::vector<uid_t> allow_uids;
+  std::vector<gid_t> allow_gids;
+  BATON_RETURN_IF_ERROR(ParseUserList(options_.allow_users, &allow_uids));
+  BATON_RETURN_IF_ERROR(ParseGroupList(options_.allow_groups, &allow_gids));
+  access_ = std::make_unique<AccessPolicy>(std::move(allow_uids), std::move(allow_gids), options_.max_user_bytes);
+  env_.access = access_.get();
 
   if (!options_.trace_dir.empty()) {
     std::filesystem::create_directories(options_.trace_dir, fs_ec);

@@ -38,6 +38,7 @@ class Daemon {
   void PlaceOnDataNic();
 
   DaemonOptions options_;
+  std::unique_ptr<AccessPolicy> access_;  // before io_: sessions in pending handlers use it
   boost::asio::io_context io_;
   boost::asio::basic_socket_acceptor<UnixSeqPacket> client_acceptor_;
   boost::asio::signal_set signals_;

@@ -30,6 +30,13 @@ options:
                          BATON_RENDEZVOUS (default: this daemon's --grpc)
   --node-name NAME       name of this node in messages (default: hostname)
   --max-client-memory N  shared memory one client may allocate, e.g. 8G (default 8G)
+  --max-user-memory N    shared memory all clients of one user may hold (default 32G)
+  --max-client-comms N   communicators one client may hold or be joining (default 256)
+  --allow-users LIST     users (names or uids) who may join other users' jobs; a job
+                         otherwise belongs to the user whose client created it here
+  --allow-groups LIST    groups (names or gids) whose members may do so too
+  --socket-mode OCTAL    permissions of the client socket (default 0666: any local
+                         user may connect; jobs stay their owner's)
   --timeout SECONDS      collective timeout when a communicator sets none (default 300)
   --straggler-warning SECONDS
                          log (and report) a rank that keeps an operation waiting
@@ -88,7 +95,8 @@ bool ParseSize(const std::string& text, uint64_t* out) {
 namespace {
 
 const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "rendezvous", "node-name",
-                                   "max-client-memory", "timeout", "straggler-warning", "heartbeat",
+                                   "max-client-memory", "max-user-memory", "max-client-comms",
+                                   "allow-users", "allow-groups", "socket-mode", "timeout", "straggler-warning", "heartbeat",
                                    "peer-timeout", "flight-records", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
                                    "ib-hca"};
@@ -235,11 +243,29 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next(&o.ready_file));
     } else if (arg == "--node-name") {
       BATON_RETURN_IF_ERROR(next(&o.node_name));
-    } else if (arg == "--max-client-memory") {
+    } else if (arg == "--max-client-memory" || arg == "--max-user-memory") {
       std::string v;
       BATON_RETURN_IF_ERROR(next(&v));
-      if (!ParseSize(v, &o.max_client_bytes)) {
-        return Status::InvalidArgument("--max-client-memory '" + v + "' is not a size like 512M or 8G");
+      if (!ParseSize(v, arg == "--max-client-memory" ? &o.max_client_bytes : &o.max_user_bytes)) {
+        return Status::InvalidArgument(arg + " '" + v + "' is not a size like 512M or 8G");
+      }
+    } else if (arg == "--max-client-comms") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), o.max_client_comms);
+      if (ec != std::errc() || ptr != v.data() + v.size() || o.max_client_comms < 1) {
+        return Status::InvalidArgument("--max-client-comms '" + v + "' is not a positive count");
+      }
+    } else if (arg == "--allow-users") {
+      BATON_RETURN_IF_ERROR(next(&o.allow_users));
+    } else if (arg == "--allow-groups") {
+      BATON_RETURN_IF_ERROR(next(&o.allow_groups));
+    } else if (arg == "--socket-mode") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), o.socket_mode, 8);
+      if (ec != std::errc() || ptr != v.data() + v.size() || o.socket_mode > 0777) {
+        return Status::InvalidArgument("--socket-mode '" + v + "' is not an octal mode like 0660");
       }
     } else if (arg == "--timeout" || arg == "--straggler-warning" || arg == "--heartbeat" ||
                arg == "--peer-timeout") {
@@ -279,6 +305,15 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"rendezvous", o.rendezvous},
       {"node-name", o.node_name},
       {"max-client-memory", std::to_string(o.max_client_bytes)},
+      {"max-user-memory", std::to_string(o.max_user_bytes)},
+      {"max-client-comms", std::to_string(o.max_client_comms)},
+      {"allow-users", o.allow_users},
+      {"allow-groups", o.allow_groups},
+      {"socket-mode", [&] {
+         char m[8];
+         std::snprintf(m, sizeof m, "0%o", o.socket_mode);
+         return std::string(m);
+       }()},
       {"timeout", secs(o.default_timeout)},
       {"straggler-warning", secs(o.straggler_warning)},
       {"heartbeat", secs(o.heartbeat_interval)},

@@ -18,6 +18,11 @@ struct DaemonOptions {
   std::string rendezvous;                                // default rendezvous for clients that name none
   std::string node_name;                                 // human-readable node name (default: hostname)
   uint64_t max_client_bytes = 8ull << 30;                // shared memory one client may hold
+  uint64_t max_user_bytes = 32ull << 30;                 // shared memory all clients of one uid may hold
+  int max_client_comms = 256;                            // communicators (and pending joins) per client
+  std::string allow_users;                               // uids/names that may join other users' jobs
+  std::string allow_groups;                              // gids/names whose members may do so too
+  unsigned socket_mode = 0666;                           // permissions of the client socket
   std::chrono::milliseconds default_timeout{300000};     // collective timeout when the client sets none
   std::chrono::milliseconds straggler_warning{5000};     // log a straggler after this long
   std::chrono::milliseconds heartbeat_interval{1000};    // between heartbeats to peer daemons

@@ -13,6 +13,7 @@
 #include "common/futex.h"
 #include "common/logging.h"
 #include "control/rendezvous_client.h"
+#include "daemon/descriptor_check.h"
 #include "daemon/comm_registry.h"
 
 namespace baton {
@@ -37,11 +38,22 @@ void LocalOp::Finish(const Status& st) const {
 
 Session::Session(const SessionEnv& env, boost::asio::io_context& io, Socket socket, const ucred& peer, uint64_t id,
                  std::atomic<uint32_t>* client_count)
-    : env_(env), io_(io), socket_(std::move(socket)), peer_(peer), id_(id), client_count_(client_count) {
+    : env_(env),
+      io_(io),
+      socket_(std::move(socket)),
+      peer_(peer),
+      identity_(ClientIdentity::FromPeer(peer.pid, peer.uid, peer.gid)),
+      id_(id),
+      client_count_(client_count) {
   ++*client_count_;
 }
 
-Session::~Session() { --*client_count_; }
+Session::~Session() {
+  // Last reference gone: nothing of this client is in flight any more.
+  for (const std::string& job : jobs_held_) env_.access->ReleaseJob(job);
+  env_.access->ReleaseMemory(peer_.uid, segment_bytes_);
+  --*client_count_;
+}
 
 std::string Session::Who() const {
   return "pid " + std::to_string(peer_.pid) + " (uid " + std::to_string(peer_.uid) + ")";
@@ -173,6 +185,9 @@ void Session::OnMemAlloc(const ipc::MemAllocRequest& req) {
                                    " bytes (" + std::to_string(used) + " in use); free buffers or raise batond " +
                                    "--max-client-memory"));
   }
+  if (Status charged = env_.access->ChargeMemory(peer_.uid, size); !charged.ok()) {
+    return Reply(req.h.request_id, charged.WithContext("baton_mem_alloc: "));
+  }
   int fd = -1;
   Status st = CreateMemfd("baton-segment", size, &fd);
   UniqueFd owner(fd);
@@ -184,7 +199,10 @@ void Session::OnMemAlloc(const ipc::MemAllocRequest& req) {
     unsigned long mask = 1ul << env_.pool_numa_node;
     ::syscall(SYS_mbind, mapping->data(), mapping->size(), MPOL_PREFERRED, &mask, sizeof(mask) * 8, 0);
   }
-  if (!st.ok()) return Reply(req.h.request_id, st.WithContext("baton_mem_alloc: "));
+  if (!st.ok()) {
+    env_.access->ReleaseMemory(peer_.uid, size);
+    return Reply(req.h.request_id, st.WithContext("baton_mem_alloc: "));
+  }
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -205,6 +223,7 @@ void Session::OnMemFree(const ipc::MemFreeRequest& req) {
                                                            " is not allocated"));
   }
   segment_bytes_ -= it->second->size();
+  env_.access->ReleaseMemory(peer_.uid, it->second->size());
   segments_.erase(it);  // in-flight operations still hold the mapping
   lock.unlock();
   Reply(req.h.request_id, Status::Ok());
@@ -239,6 +258,24 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
   if (!FixedString(req.algorithm, sizeof req.algorithm, &algo_name) || !ParseAlgorithm(algo_name, &algo)) {
     return Reply(req.h.request_id, Status::InvalidArgument("BATON_ALGO '" + algo_name +
                                                            "' is not one of auto, ring, rd, direct"));
+  }
+  if (Status st = ReserveJoin(); !st.ok()) return Reply(req.h.request_id, st);
+  bool held = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held = jobs_held_.count(job) > 0;
+  }
+  if (!held) {
+    if (Status st = env_.access->AcquireJob(job, identity_); !st.ok()) {
+      BATON_WARN("client {} refused: {}", Who(), st.message());
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --pending_joins_;
+      }
+      return Reply(req.h.request_id, st);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_held_.insert(job);
   }
   const uint32_t request_id = req.h.request_id;
   const int rank = req.rank;
@@ -289,6 +326,10 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
 void Session::FinishJoin(uint32_t request_id, const Status& st, std::shared_ptr<Communicator> comm, int rank,
                          int nranks) {
   uint64_t handle = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --pending_joins_;
+  }
   if (st.ok() && comm) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) {
@@ -302,6 +343,19 @@ void Session::FinishJoin(uint32_t request_id, const Status& st, std::shared_ptr<
   Reply(request_id, st, handle, rank, st.ok() ? nranks : 0);
 }
 
+Status Session::ReserveJoin() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int held = static_cast<int>(comms_.size()) + pending_joins_;
+  if (held >= env_.options->max_client_comms) {
+    return Status::Exhausted("this process already holds or is joining " + std::to_string(held) +
+                             " communicators, batond's limit per client (--max-client-comms " +
+                             std::to_string(env_.options->max_client_comms) +
+                             "); destroy communicators it no longer uses");
+  }
+  ++pending_joins_;
+  return Status::Ok();
+}
+
 void Session::OnCommSplit(const ipc::CommSplitRequest& req) {
   Membership m;
   {
@@ -310,6 +364,7 @@ void Session::OnCommSplit(const ipc::CommSplitRequest& req) {
     if (it != comms_.end()) m = it->second;
   }
   if (!m.comm) return Reply(req.h.request_id, Status::InvalidArgument("split of an unknown communicator handle"));
+  if (Status st = ReserveJoin(); !st.ok()) return Reply(req.h.request_id, st);
   LocalOp op;
   op.rank = m.rank;
   op.seq = req.seq;
@@ -404,11 +459,7 @@ Status Session::ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const c
                                    ", which this process has not allocated (or already freed)");
   }
   const Mapping& m = *it->second;
-  if (ref.offset > m.size() || bytes > m.size() - ref.offset) {
-    return Status::InvalidArgument(std::string(which) + " buffer [offset " + std::to_string(ref.offset) + ", " +
-                                   std::to_string(bytes) + " bytes) runs past the end of its " +
-                                   std::to_string(m.size()) + "-byte segment");
-  }
+  BATON_RETURN_IF_ERROR(CheckBufferRange(ref.offset, bytes, m.size(), which));
   *ptr = m.data() + ref.offset;
   *hold = it->second;
   return Status::Ok();
@@ -425,32 +476,12 @@ Status Session::Validate(const ipc::Descriptor& d, LocalOp* op, Membership* memb
     *membership = it->second;
   }
   const Membership& m = *membership;
-  if (!IsValidCollective(d.collective) || d.collective == static_cast<uint32_t>(Collective::kSplit)) {
-    return Status::InvalidArgument("unknown collective " + std::to_string(d.collective));
-  }
-  if (!IsValidDataType(d.dtype)) return Status::InvalidArgument("unknown data type " + std::to_string(d.dtype));
-  const auto coll = static_cast<Collective>(d.collective);
-  if (IsReduction(coll) && !IsValidRedOp(d.redop)) {
-    return Status::InvalidArgument("unknown reduction " + std::to_string(d.redop));
-  }
-  const int nranks = m.comm->spec().layout.world_size();
-  const bool has_peer = coll == Collective::kSend || coll == Collective::kRecv;
-  if ((HasRoot(coll) || has_peer) && (d.root < 0 || d.root >= nranks)) {
-    return Status::InvalidArgument(std::string(has_peer ? "peer " : "root ") + std::to_string(d.root) +
-                                   " is not a rank of " + m.comm->Describe() + " (size " + std::to_string(nranks) + ")");
-  }
-  OpSignature sig{coll, static_cast<DataType>(d.dtype),
-                  IsReduction(coll) ? static_cast<RedOp>(d.redop) : RedOp::kSum,
-                  HasRoot(coll) || has_peer ? d.root : -1, coll == Collective::kBarrier ? 0 : d.count};
-  BufferExtents ext;
-  const uint64_t esize = DataTypeSize(sig.dtype);
-  uint64_t send_bytes = 0;
-  uint64_t recv_bytes = 0;
-  if (!ComputeExtents(coll, sig.count, nranks, m.rank, sig.root, &ext) ||
-      __builtin_mul_overflow(ext.send_elems, esize, &send_bytes) ||
-      __builtin_mul_overflow(ext.recv_elems, esize, &recv_bytes)) {
-    return Status::InvalidArgument("count " + std::to_string(d.count) + " overflows the buffer size");
-  }
+  CheckedDescriptor checked;
+  Status st = CheckDescriptor(d, m.comm->spec().layout.world_size(), m.rank, &checked);
+  if (!st.ok()) return Status(st.code(), st.message() + " (" + m.comm->Describe() + ")");
+  const OpSignature& sig = checked.sig;
+  const uint64_t send_bytes = checked.send_bytes;
+  const uint64_t recv_bytes = checked.recv_bytes;
   op->rank = m.rank;
   op->seq = d.seq;
   op->sig = sig;

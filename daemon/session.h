@@ -9,12 +9,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "common/asio.h"
 #include "common/ipc_protocol.h"
 #include "common/mapping.h"
 #include "common/unique_fd.h"
+#include "daemon/access_policy.h"
 #include "daemon/communicator.h"
 #include "daemon/local_op.h"
 #include "daemon/options.h"
@@ -31,6 +33,7 @@ struct SessionEnv {
   std::string grpc_address;    // where peers and operators reach our gRPC services
   std::string rendezvous;      // default rendezvous address
   int pool_numa_node = -1;     // NUMA node for client shared memory (-1: no preference)
+  AccessPolicy* access = nullptr;  // job ownership and per-user limits
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -72,12 +75,16 @@ class Session : public std::enable_shared_from_this<Session> {
   // Registers a communicator handle and answers the init/split request.
   void FinishJoin(uint32_t request_id, const Status& st, std::shared_ptr<Communicator> comm, int rank, int nranks);
   void Close(const std::string& why);
+  // Counts one more pending init/split against --max-client-comms (the
+  // answer, FinishJoin, gives it back); Exhausted at the limit.
+  Status ReserveJoin();
   std::string Who() const;  // "pid 123 (uid 1000)"
 
   const SessionEnv& env_;
   boost::asio::io_context& io_;
   Socket socket_;
   const ucred peer_;
+  const ClientIdentity identity_;
   const uint64_t id_;
   std::atomic<uint32_t>* client_count_;
   std::array<uint8_t, ipc::kMaxMessage> inbox_{};
@@ -98,6 +105,8 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t next_segment_ = 1;
   std::map<uint64_t, Membership> comms_;
   uint64_t next_comm_ = 1;
+  int pending_joins_ = 0;           // inits and splits not answered yet
+  std::set<std::string> jobs_held_;  // references on AccessPolicy's jobs, dropped at the end
 };
 
 }  // namespace baton

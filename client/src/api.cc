@@ -20,6 +20,7 @@ using baton::client::DaemonConnection;
 namespace ipc = baton::ipc;
 
 static_assert(static_cast<int>(Code::kUnavailable) == baton_unavailable);
+static_assert(static_cast<int>(Code::kPermissionDenied) == baton_permission_denied);
 static_assert(static_cast<int>(Code::kInProgress) == baton_in_progress);
 static_assert(static_cast<int>(baton::DataType::kFloat64) == baton_float64);
 static_assert(static_cast<int>(baton::RedOp::kAvg) == baton_avg);
@@ -257,6 +258,7 @@ const char* baton_get_error_string(baton_result_t result) {
     case baton_in_progress: return "in progress";
     case baton_resource_exhausted: return "resource exhausted";
     case baton_unavailable: return "daemon unavailable";
+    case baton_permission_denied: return "permission denied";
   }
   return "unknown error";
 }

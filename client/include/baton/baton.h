@@ -41,7 +41,8 @@ typedef enum {
   baton_aborted = 7,            /* the communicator was aborted */
   baton_in_progress = 8,        /* baton_wait timed out; the operation goes on */
   baton_resource_exhausted = 9, /* a limit was reached (memory, in-flight operations) */
-  baton_unavailable = 10        /* the daemon cannot be reached */
+  baton_unavailable = 10,       /* the daemon cannot be reached */
+  baton_permission_denied = 11  /* another user's job, refused by the daemon's policy */
 } baton_result_t;
 
 typedef enum {

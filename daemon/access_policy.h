@@ -1,0 +1,68 @@
+// AccessPolicy: what each local user may do on this daemon.
+//
+// A job belongs to the local user (uid, from SO_PEERCRED) whose client first
+// joined it here; it stays theirs while any client holds it. A client of
+// another uid may join only if it is root, or the operator allowed its uid
+// (--allow-users) or one of its groups (--allow-groups). Shared memory is
+// also accounted per user (--max-user-memory), so one user cannot exhaust
+// the node by opening many clients.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace baton {
+
+// A connected client process, as the kernel vouches for it.
+struct ClientIdentity {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups (from /proc/PID/status)
+
+  // Reads the supplementary groups of `pid`; missing /proc leaves them empty.
+  static ClientIdentity FromPeer(pid_t pid, uid_t uid, gid_t gid);
+};
+
+class AccessPolicy {
+ public:
+  AccessPolicy(std::vector<uid_t> allow_uids, std::vector<gid_t> allow_gids, uint64_t max_user_bytes);
+
+  // Takes a reference on `job` for `who`: the first one makes `who` its
+  // owner. PermissionDenied (naming the owner) if `who` may not use it.
+  Status AcquireJob(const std::string& job, const ClientIdentity& who);
+  // Drops one reference; the job is forgotten with its last one.
+  void ReleaseJob(const std::string& job);
+
+  // Charges `bytes` of shared memory to `uid`; ResourceExhausted past the limit.
+  Status ChargeMemory(uid_t uid, uint64_t bytes);
+  void ReleaseMemory(uid_t uid, uint64_t bytes);
+
+ private:
+  struct Job {
+    uid_t owner = 0;
+    int refs = 0;
+  };
+  bool MayUseOthersJobs(const ClientIdentity& who) const;
+
+  const std::vector<uid_t> allow_uids_;
+  const std::vector<gid_t> allow_gids_;
+  const uint64_t max_user_bytes_;
+  std::mutex mu_;
+  std::map<std::string, Job> jobs_;
+  std::map<uid_t, uint64_t> user_bytes_;
+};
+
+// Parses "alice,1001" (user names or uids) and "research,2000" (group names
+// or gids) as --allow-users and --allow-groups take them.
+Status ParseUserList(const std::string& text, std::vector<uid_t>* out);
+Status ParseGroupList(const std::string& text, std::vector<gid_t>* out);
+
+}  // namespace baton
