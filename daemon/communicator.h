@@ -58,6 +58,7 @@ struct DaemonServices {
   size_t flight_records = 1000;  // operations kept by each communicator's flight recorder
   std::vector<int> worker_cpus;  // CPUs of the data NIC's NUMA node (empty: no placement)
   std::string trace_dir;         // where failed communicators dump their trace ("" = nowhere)
+  uint64_t max_p2p_buffer = 1ull << 30;  // unexpected point-to-point bytes buffered per communicator
 };
 
 // A snapshot for the Admin service.

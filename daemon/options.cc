@@ -32,6 +32,9 @@ options:
   --max-client-memory N  shared memory one client may allocate, e.g. 8G (default 8G)
   --max-user-memory N    shared memory all clients of one user may hold (default 32G)
   --max-client-comms N   communicators one client may hold or be joining (default 256)
+  --max-p2p-buffer N     bytes of point-to-point messages from other nodes that
+                         one communicator buffers before their receives are posted;
+                         beyond it the communicator fails (default 1G)
   --allow-users LIST     users (names or uids) who may join other users' jobs; a job
                          otherwise belongs to the user whose client created it here
   --allow-groups LIST    groups (names or gids) whose members may do so too
@@ -95,7 +98,7 @@ bool ParseSize(const std::string& text, uint64_t* out) {
 namespace {
 
 const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "rendezvous", "node-name",
-                                   "max-client-memory", "max-user-memory", "max-client-comms",
+                                   "max-client-memory", "max-user-memory", "max-client-comms", "max-p2p-buffer",
                                    "allow-users", "allow-groups", "socket-mode", "timeout", "straggler-warning", "heartbeat",
                                    "peer-timeout", "flight-records", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
@@ -243,10 +246,13 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next(&o.ready_file));
     } else if (arg == "--node-name") {
       BATON_RETURN_IF_ERROR(next(&o.node_name));
-    } else if (arg == "--max-client-memory" || arg == "--max-user-memory") {
+    } else if (arg == "--max-client-memory" || arg == "--max-user-memory" || arg == "--max-p2p-buffer") {
       std::string v;
       BATON_RETURN_IF_ERROR(next(&v));
-      if (!ParseSize(v, arg == "--max-client-memory" ? &o.max_client_bytes : &o.max_user_bytes)) {
+      uint64_t* target = arg == "--max-client-memory" ? &o.max_client_bytes
+                         : arg == "--max-user-memory" ? &o.max_user_bytes
+                                                      : &o.max_p2p_buffer;
+      if (!ParseSize(v, target)) {
         return Status::InvalidArgument(arg + " '" + v + "' is not a size like 512M or 8G");
       }
     } else if (arg == "--max-client-comms") {
@@ -307,6 +313,7 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"max-client-memory", std::to_string(o.max_client_bytes)},
       {"max-user-memory", std::to_string(o.max_user_bytes)},
       {"max-client-comms", std::to_string(o.max_client_comms)},
+      {"max-p2p-buffer", std::to_string(o.max_p2p_buffer)},
       {"allow-users", o.allow_users},
       {"allow-groups", o.allow_groups},
       {"socket-mode", [&] {

@@ -19,6 +19,7 @@ struct DaemonOptions {
   std::string node_name;                                 // human-readable node name (default: hostname)
   uint64_t max_client_bytes = 8ull << 30;                // shared memory one client may hold
   uint64_t max_user_bytes = 32ull << 30;                 // shared memory all clients of one uid may hold
+  uint64_t max_p2p_buffer = 1ull << 30;                  // unexpected p2p bytes buffered per communicator
   int max_client_comms = 256;                            // communicators (and pending joins) per client
   std::string allow_users;                               // uids/names that may join other users' jobs
   std::string allow_groups;                              // gids/names whose members may do so too

@@ -11,8 +11,12 @@ namespace baton {
 
 namespace asio = boost::asio;
 
-P2pLink::P2pLink(std::vector<int> node_of_rank, std::vector<std::string> node_names, std::vector<UniqueFd> sockets)
-    : node_of_rank_(std::move(node_of_rank)), node_names_(std::move(node_names)), peers_(sockets.size()) {
+P2pLink::P2pLink(std::vector<int> node_of_rank, std::vector<std::string> node_names, std::vector<UniqueFd> sockets,
+                 uint64_t max_unexpected_bytes)
+    : node_of_rank_(std::move(node_of_rank)),
+      node_names_(std::move(node_names)),
+      peers_(sockets.size()),
+      max_unexpected_bytes_(max_unexpected_bytes) {
   for (size_t n = 0; n < sockets.size(); ++n) {
     if (!sockets[n].valid()) continue;
     const int fd = sockets[n].release();
@@ -51,6 +55,7 @@ void P2pLink::FailAll(const Status& st) {
   }
   posted_.clear();
   unexpected_.clear();
+  unexpected_bytes_ = 0;
 }
 
 void P2pLink::PeerClosed(int node) {
@@ -158,7 +163,16 @@ void P2pLink::ReadHeader(int node) {
       });
       return;
     }
-    // Nobody is waiting yet: buffer the message.
+    // Nobody is waiting yet: buffer the message, within the bound.
+    if (h.bytes > max_unexpected_bytes_ - std::min(unexpected_bytes_, max_unexpected_bytes_)) {
+      return FailAll(Status::Exhausted(
+          "rank " + std::to_string(h.src_rank) + " on node " + node_names_[node] + " sent rank " +
+          std::to_string(h.dst_rank) + " a " + std::to_string(h.bytes) + "-byte message before its receive was " +
+          "posted, and " + std::to_string(unexpected_bytes_) + " bytes of such messages are already buffered " +
+          "(batond --max-p2p-buffer " + std::to_string(max_unexpected_bytes_) +
+          "): post receives earlier, or raise the limit"));
+    }
+    unexpected_bytes_ += h.bytes;
     auto un = std::make_shared<Unexpected>(Unexpected{h, std::vector<uint8_t>(h.bytes)});
     asio::async_read(*peer.socket, asio::buffer(un->payload), [this, node, un](const boost::system::error_code& rec,
                                                                                size_t) {
@@ -174,6 +188,7 @@ void P2pLink::ReadHeader(int node) {
         waiting.pop_front();
         Status st = CheckSizes(un->header, recv);
         if (st.ok() && !un->payload.empty()) std::memcpy(recv.bufs.recv, un->payload.data(), un->payload.size());
+        unexpected_bytes_ -= un->payload.size();
         recv.Finish(st);
       } else {
         unexpected_[pair].push_back(std::move(*un));
@@ -193,6 +208,7 @@ void P2pLink::Recv(LocalOp op) {
       un.pop_front();
       Status st = CheckSizes(msg.header, op);
       if (st.ok() && !msg.payload.empty()) std::memcpy(op.bufs.recv, msg.payload.data(), msg.payload.size());
+      unexpected_bytes_ -= msg.payload.size();
       return op.Finish(st);
     }
     const Status& closed = peers_[node_of_rank_[op.sig.root]].closed;

@@ -26,13 +26,21 @@ namespace baton {
 class P2pLink {
  public:
   // `sockets[n]`: connection to node n (invalid for nodes without one).
-  P2pLink(std::vector<int> node_of_rank, std::vector<std::string> node_names, std::vector<UniqueFd> sockets);
+  // Messages that arrive before their receive is posted are buffered up to
+  // `max_unexpected_bytes` in all; past that the link fails (a sender far
+  // ahead of its receiver, or one that never stops).
+  P2pLink(std::vector<int> node_of_rank, std::vector<std::string> node_names, std::vector<UniqueFd> sockets,
+          uint64_t max_unexpected_bytes = 1ull << 30);
   ~P2pLink();
 
   void Send(LocalOp op);
   void Recv(LocalOp op);
   // Fails everything queued with `reason` and closes the connections.
   void Close(const Status& reason);
+
+  // An arriving message's header against the receive it matched: same
+  // size and type, or an error naming both ranks. (Public for fuzzing.)
+  static Status CheckSizes(const tcp::P2pHeader& h, const LocalOp& recv);
 
  private:
   struct Unexpected {
@@ -53,7 +61,6 @@ class P2pLink {
   void ReadHeader(int node);
   void FailAll(const Status& st);
   void PeerClosed(int node);
-  static Status CheckSizes(const tcp::P2pHeader& h, const LocalOp& recv);
 
   std::vector<int> node_of_rank_;
   std::vector<std::string> node_names_;
@@ -61,6 +68,8 @@ class P2pLink {
   std::vector<Peer> peers_;
   std::map<Pair, std::deque<LocalOp>> posted_;
   std::map<Pair, std::deque<Unexpected>> unexpected_;
+  const uint64_t max_unexpected_bytes_;
+  uint64_t unexpected_bytes_ = 0;  // buffered, or being read into a buffer
   std::map<Pair, uint64_t> send_seq_;
   Status failed_;
   std::thread thread_;

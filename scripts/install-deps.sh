@@ -11,6 +11,8 @@ packages=(
   iproute2
   # The PyTorch backend (python/) and its tests.
   python3-dev python3-torch libtorch-dev pybind11-dev python3-setuptools
+  # Fuzzing (scripts/fuzz.sh): clang with the libFuzzer runtime.
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
-# README command 2: install dependencies, build, and run the whole test suite.
+# README command 2: install dependencies, build, and run the whole test suite:
+#   1. every ctest test (unit, integration, faults, control plane, security,
+#      PyTorch backend, end to end);
+#   2. the same suite built with ASan + UBSan (without the PyTorch backend,
+#      which Python cannot load instrumented);
+#   3. every fuzz target for a few seconds (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+
 scripts/build.sh -DBATON_TORCH=ON  # the PyTorch backend's tests are part of the suite
-cd "${BATON_BUILD_DIR:-build}"
-ctest --output-on-failure -j 2 --timeout 900
+(cd "${BATON_BUILD_DIR:-build}" && ctest --output-on-failure -j 2 --timeout 900)
+
+BATON_BUILD_DIR=build-asan scripts/build.sh -DBATON_SANITIZE=address,undefined -DBATON_TORCH=OFF
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+   ctest --output-on-failure -j 2 --timeout 900)
+
+scripts/fuzz.sh "${BATON_FUZZ_SECONDS:-5}"

@@ -208,6 +208,44 @@ TEST_F(ApiTest, SendRecvMatchesInOrderWithinAndAcrossNodes) {
   f.Report();
 }
 
+TEST(P2pBuffer, SenderFarAheadOfItsReceiverFailsTheCommunicatorNamingIt) {
+  // Node 1 buffers at most 64 KiB of messages nobody has asked for yet; rank
+  // 0 sends 128 KiB to rank 1, which has posted no receive.
+  auto cluster = StartCluster(2, {"--max-p2p-buffer", "64K"});
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  std::atomic<bool> link_failed{false};
+  std::string sender_error;
+  std::string receiver_error;
+  baton_result_t receiver_code = baton_success;
+  ASSERT_EQ(RunRanks(*cluster, {0, 1}, UniqueJob("p2pcap"), [&](int rank, baton_comm_t comm) {
+              std::vector<char> big(128 << 10, 7);
+              if (rank == 0) {
+                ASSERT_EQ(baton_send(big.data(), big.size(), baton_uint8, 1, comm, nullptr), baton_success)
+                    << baton_get_last_error(comm);
+                // Node 1 drops the link: the next sends fail (bounded wait).
+                for (int i = 0; i < 500; ++i) {
+                  char one = 1;
+                  if (baton_send(&one, 1, baton_uint8, 1, comm, nullptr) != baton_success) {
+                    sender_error = baton_get_last_error(comm);
+                    break;
+                  }
+                  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                }
+                link_failed = true;
+              } else {
+                while (!link_failed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                receiver_code = baton_recv(big.data(), big.size(), baton_uint8, 0, comm, nullptr);
+                receiver_error = baton_get_last_error(comm);
+              }
+            }),
+            "");
+  EXPECT_FALSE(sender_error.empty()) << "rank 0's sends kept succeeding after node 1 failed the link";
+  EXPECT_EQ(receiver_code, baton_resource_exhausted) << receiver_error;
+  EXPECT_NE(receiver_error.find("rank 0 on node n0 sent rank 1 a 131072-byte message"), std::string::npos)
+      << receiver_error;
+  EXPECT_NE(receiver_error.find("--max-p2p-buffer 65536"), std::string::npos) << receiver_error;
+}
+
 TEST_F(ApiTest, GroupedBlockingSendRecvDoesNotDeadlock) {
   Failures f;
   ASSERT_EQ(RunRanks(*cluster_, two_by_two_, UniqueJob("group"), [&](int rank, baton_comm_t comm) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tests/rank_threads.h"
+#include "tools/launcher/netns.h"
 
 extern char** environ;
 
@@ -107,6 +108,48 @@ TEST(Faults, LocalDaemonDeathEndsTheWait) {
   EXPECT_NE(outcome.message.find("closed the connection while this operation was in flight"), std::string::npos)
       << outcome.message;
   EXPECT_LT(outcome.seconds, 5.0);
+}
+
+TEST(Faults, CutNetworkLinkFailsTheJobOnBothSidesAndTheDaemonsServeOnAfterwards) {
+  // Two daemons in their own network namespaces; the link of node 1 is cut
+  // (ip link set down): no RST, packets just vanish, as with a failed switch
+  // port. Heartbeats notice it.
+  launcher::NetnsSet ns;
+  if (Status st = ns.Create(2); !st.ok()) GTEST_SKIP() << "network namespaces unavailable: " << st.message();
+  std::vector<launcher::NodeLaunch> launch;
+  for (int n = 0; n < 2; ++n) launch.push_back({ns.ExecPrefix(n), ns.address(n)});
+  auto cluster = StartCluster(2, {"--heartbeat", "0.2", "--peer-timeout", "2"}, launch);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+
+  const std::string job = UniqueJob("cut");
+  std::vector<Outcome> before(2);
+  std::vector<Outcome> after(2);
+  std::atomic<int> ready{0};
+  const std::string init_error = RunRanks(*cluster, {0, 1}, job, [&](int rank, baton_comm_t comm) {
+    before[rank] = TimedAllReduce(comm);
+    // Both ranks finished the first operation before the cut.
+    ++ready;
+    while (ready.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (rank == 0) ASSERT_TRUE(ns.SetLink(1, false).ok());
+    else std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    after[rank] = TimedAllReduce(comm);
+  });
+  ASSERT_EQ(init_error, "");
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(before[r].code, baton_success) << before[r].message;
+    // Each side is told the other node is gone, by name.
+    EXPECT_EQ(after[r].code, baton_remote_error) << "rank " << r << ": " << after[r].message;
+    const std::string other = r == 0 ? "n1" : "n0";
+    EXPECT_NE(after[r].message.find(other), std::string::npos) << "rank " << r << ": " << after[r].message;
+  }
+
+  // The link comes back; both daemons serve a new job.
+  ASSERT_TRUE(ns.SetLink(1, true).ok());
+  std::vector<Outcome> fresh(2);
+  ASSERT_EQ(RunRanks(*cluster, {0, 1}, UniqueJob("after-cut"),
+                     [&](int rank, baton_comm_t comm) { fresh[rank] = TimedAllReduce(comm); }),
+            "");
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(fresh[r].code, baton_success) << fresh[r].message;
 }
 
 }  // namespace

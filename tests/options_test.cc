@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/access_policy.h"
 #include "daemon/options.h"
 
 namespace baton {
@@ -34,6 +35,33 @@ TEST(Options, DefaultsAndFlags) {
   EXPECT_EQ(o.default_timeout.count(), 2500);
   EXPECT_EQ(o.max_client_bytes, 512ull << 20);
   EXPECT_EQ(o.grpc, "127.0.0.1:7101");
+}
+
+TEST(Options, AccessPolicyAndLimits) {
+  DaemonOptions o;
+  ASSERT_TRUE(Parse({"--socket-mode", "0660", "--allow-users", "root,1005", "--allow-groups", "0",
+                     "--max-user-memory", "2G", "--max-client-comms", "8", "--max-p2p-buffer", "16M"},
+                    &o)
+                  .ok());
+  EXPECT_EQ(o.socket_mode, 0660u);
+  EXPECT_EQ(o.max_user_bytes, 2ull << 30);
+  EXPECT_EQ(o.max_client_comms, 8);
+  EXPECT_EQ(o.max_p2p_buffer, 16ull << 20);
+  std::vector<uid_t> uids;
+  ASSERT_TRUE(ParseUserList(o.allow_users, &uids).ok());
+  EXPECT_EQ(uids, (std::vector<uid_t>{0, 1005}));
+  std::vector<gid_t> gids;
+  ASSERT_TRUE(ParseGroupList(o.allow_groups, &gids).ok());
+  EXPECT_EQ(gids, (std::vector<gid_t>{0}));
+
+  Status st = ParseUserList("nosuchuser-baton", &uids);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("'nosuchuser-baton' is neither a uid nor a user name"), std::string::npos)
+      << st.message();
+  st = Parse({"--socket-mode", "0999"}, &o);
+  EXPECT_NE(st.message().find("--socket-mode '0999' is not an octal mode"), std::string::npos) << st.message();
+  st = Parse({"--max-client-comms", "0"}, &o);
+  EXPECT_NE(st.message().find("--max-client-comms '0' is not a positive count"), std::string::npos) << st.message();
 }
 
 TEST(Options, ConfigFileIsOverriddenByTheCommandLine) {

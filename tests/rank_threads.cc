@@ -9,8 +9,9 @@
 
 namespace baton::test {
 
-std::unique_ptr<LocalCluster> StartCluster(int nodes, std::vector<std::string> extra_args) {
-  return std::make_unique<LocalCluster>(BATON_BATOND_PATH, nodes, std::move(extra_args));
+std::unique_ptr<LocalCluster> StartCluster(int nodes, std::vector<std::string> extra_args,
+                                           std::vector<launcher::NodeLaunch> launch) {
+  return std::make_unique<LocalCluster>(BATON_BATOND_PATH, nodes, std::move(extra_args), std::move(launch));
 }
 
 baton_result_t InitRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank,

@@ -15,7 +15,8 @@ namespace baton::test {
 using launcher::LocalCluster;
 
 // A cluster of `nodes` daemons built from this tree's batond.
-std::unique_ptr<LocalCluster> StartCluster(int nodes, std::vector<std::string> extra_args = {});
+std::unique_ptr<LocalCluster> StartCluster(int nodes, std::vector<std::string> extra_args = {},
+                                           std::vector<launcher::NodeLaunch> launch = {});
 
 // node_of_rank[r]: the node (daemon) rank r talks to.
 // Returns the init error of the first rank that failed to init ("" if none).

@@ -63,6 +63,16 @@ void BuildDgx(SysfsFixture& f) {
   f.AddNic("lo", {}, -1, "unknown");
 }
 
+TEST(Topology, CpuListsParseAndHostileOnesAreRejected) {
+  EXPECT_EQ(topo::ParseCpuList("0-3,8,10-11"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(topo::ParseCpuList("5"), (std::vector<int>{5}));
+  EXPECT_TRUE(topo::ParseCpuList("0-x").empty());
+  EXPECT_TRUE(topo::ParseCpuList("7-3").empty());
+  // Found by text_fuzz: a huge range once expanded into billions of entries.
+  EXPECT_TRUE(topo::ParseCpuList("0-2147483647").empty());
+  EXPECT_TRUE(topo::ParseCpuList("65536").empty());
+}
+
 TEST(Topology, DgxClassServer) {
   SysfsFixture f;
   BuildDgx(f);

@@ -72,6 +72,10 @@ std::vector<int> ParseCpuList(const std::string& list) {
     try {
       const int lo = std::stoi(item.substr(0, dash));
       const int hi = dash == std::string::npos ? lo : std::stoi(item.substr(dash + 1));
+      // Kernels support at most 8192 CPUs; anything beyond (or reversed) is
+      // not a CPU list, and must not expand into billions of entries.
+      constexpr int kMaxCpuId = 1 << 16;
+      if (lo < 0 || hi < lo || hi >= kMaxCpuId) return {};
       for (int c = lo; c <= hi; ++c) cpus.push_back(c);
     } catch (...) {
       return {};  // malformed list: better no placement than a wrong one

@@ -97,7 +97,8 @@ struct Topology {
   std::string ToTree() const;  // human-readable, for batonctl topo
 };
 
-// CPU ids of a kernel CPU list like "0-3,8,10-11" (empty if malformed).
+// CPU ids of a kernel CPU list like "0-3,8,10-11" (empty if malformed,
+// reversed, or naming CPU ids of 65536 and above).
 std::vector<int> ParseCpuList(const std::string& list);
 
 // Reads the node from `sysfs_root` (normally "/sys").

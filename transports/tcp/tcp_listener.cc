@@ -59,9 +59,7 @@ void TcpListener::AcceptNext() {
                        [this, g](const boost::system::error_code& rec, size_t) {
                          g->timer.cancel();
                          const Hello& h = g->hello;
-                         if (rec || h.magic != kHelloMagic || h.version != kWireVersion ||
-                             (h.channel != static_cast<uint16_t>(Channel::kCollective) &&
-                              h.channel != static_cast<uint16_t>(Channel::kPointToPoint))) {
+                         if (rec || !IsValidHello(h)) {
                            ++rejected_;
                            BATON_WARN("rejected a data connection: {}",
                                       rec ? rec.message() : std::string("bad hello (not a Baton daemon, or another version)"));

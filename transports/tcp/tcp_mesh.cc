@@ -111,8 +111,8 @@ struct TcpMesh::Run {
   }
 };
 
-TcpMesh::TcpMesh(int my_node, std::vector<std::string> peer_names, std::vector<UniqueFd> sockets)
-    : my_node_(my_node), peer_names_(std::move(peer_names)) {
+TcpMesh::TcpMesh(std::vector<std::string> peer_names, std::vector<UniqueFd> sockets)
+    : peer_names_(std::move(peer_names)) {
   sockets_.resize(sockets.size());
   staging_.resize(sockets.size());
   for (size_t n = 0; n < sockets.size(); ++n) {

@@ -18,7 +18,7 @@ namespace baton::tcp {
 class TcpMesh final : public Mesh {
  public:
   // `sockets[n]` is the connected socket to node n (invalid for this node).
-  TcpMesh(int my_node, std::vector<std::string> peer_names, std::vector<UniqueFd> sockets);
+  TcpMesh(std::vector<std::string> peer_names, std::vector<UniqueFd> sockets);
   ~TcpMesh() override;
 
   Status Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, const ReduceFn& reduce,
@@ -30,7 +30,6 @@ class TcpMesh final : public Mesh {
  private:
   struct Run;
 
-  int my_node_;
   std::vector<std::string> peer_names_;
   boost::asio::io_context io_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::socket>> sockets_;

@@ -2,6 +2,12 @@
 
 namespace baton::tcp {
 
+bool IsValidHello(const Hello& h) {
+  return h.magic == kHelloMagic && h.version == kWireVersion &&
+         (h.channel == static_cast<uint16_t>(Channel::kCollective) ||
+          h.channel == static_cast<uint16_t>(Channel::kPointToPoint));
+}
+
 DataHeader MakeHeader(const MessageStamp& stamp, uint32_t index, uint64_t bytes) {
   DataHeader h{};
   h.magic = kDataMagic;

@@ -42,6 +42,9 @@ struct DataHeader {
 };
 static_assert(sizeof(DataHeader) == 56);
 
+// A Hello this version accepts: magic, version and a known channel.
+bool IsValidHello(const Hello& h);
+
 DataHeader MakeHeader(const MessageStamp& stamp, uint32_t index, uint64_t bytes);
 
 // Checks an incoming header against what this node expects. A different

@@ -1,0 +1,93 @@
+// A client process talking to batond over its Unix socket: any sequence of
+// control messages (any sizes, types and contents) into a real Session.
+// The input is a series of [length (2 bytes), message] records; an odd first
+// byte starts with a valid Hello so that the handlers behind it are reached.
+// CommInit is left out: it dials the rendezvous address named in the message,
+// and a fuzzer must not send traffic to arbitrary hosts.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "common/fd_passing.h"
+#include "daemon/comm_registry.h"
+#include "daemon/metrics.h"
+#include "daemon/session.h"
+#include "transports/tcp/connection_broker.h"
+#include "fuzz/fuzz_input.h"
+
+using namespace baton;
+
+namespace {
+
+struct World {
+  DaemonOptions options;
+  tcp::ConnectionBroker broker;
+  CommRegistry registry;
+  Metrics metrics;
+  AccessPolicy access{{}, {}, 1ull << 30};
+  SessionEnv env;
+  std::atomic<uint32_t> clients{0};
+  World() {
+    options.max_client_bytes = 64ull << 20;
+    env.options = &options;
+    env.services.broker = &broker;
+    env.services.registry = &registry;
+    env.services.metrics = &metrics;
+    env.node_name = "fuzz";
+    env.rendezvous = "127.0.0.1:1";
+    env.access = &access;
+  }
+};
+
+// Reads and drops every reply waiting on `fd`, closing passed fds.
+void DrainReplies(int fd) {
+  for (;;) {
+    ipc::Reply reply;
+    std::vector<UniqueFd> fds;
+    size_t len = 0;
+    if (!RecvWithFds(fd, &reply, sizeof reply, &len, &fds).ok() || len == 0) return;  // EAGAIN: drained
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static World* world = new World();
+  fuzz::Input in(data, size);
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return 0;
+  UniqueFd client(fds[1]);
+  ::fcntl(client.get(), F_SETFL, O_NONBLOCK);
+  boost::asio::io_context io;
+  Session::Socket socket(io, UnixSeqPacket(AF_UNIX, 0), fds[0]);
+  ucred cred{::getpid(), ::getuid(), ::getgid()};
+  std::make_shared<Session>(world->env, io, std::move(socket), cred, 1, &world->clients)->Start();
+
+  std::vector<std::string> messages;
+  if (in.Take<uint8_t>() & 1) {
+    ipc::HelloRequest hello{};
+    hello.h.type = static_cast<uint32_t>(ipc::MsgType::kHello);
+    hello.version = ipc::kProtocolVersion;
+    messages.emplace_back(reinterpret_cast<const char*>(&hello), sizeof hello);
+  }
+  while (in.left() > 0 && messages.size() < 64) {
+    std::string m = in.String(ipc::kMaxMessage + 16);
+    if (m.size() >= sizeof(ipc::MsgHeader) &&
+        reinterpret_cast<const ipc::MsgHeader*>(m.data())->type == static_cast<uint32_t>(ipc::MsgType::kCommInit)) {
+      continue;
+    }
+    messages.push_back(std::move(m));
+  }
+  for (const std::string& m : messages) {
+    if (::send(client.get(), m.data(), m.size(), MSG_NOSIGNAL) < 0) break;
+    io.restart();
+    io.poll();
+    DrainReplies(client.get());
+  }
+  client.reset();  // the client exits
+  io.restart();
+  io.poll();
+  return 0;
+}
