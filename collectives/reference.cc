@@ -9,6 +9,12 @@
 namespace baton::reference {
 namespace {
 
+// memcpy, but a zero-length copy may involve empty buffers (null pointers).
+void CopyBytes(void* dst, const void* src, size_t n) {
+  if (n > 0) std::memcpy(dst, src, n);
+}
+
+
 void Store(DataType dtype, int64_t v, uint8_t* p) {
   switch (dtype) {
     case DataType::kInt8: { auto x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); break; }
@@ -84,21 +90,21 @@ Bytes Expected(const OpSignature& sig, int nranks, int rank, const std::vector<B
     case Collective::kReduce: if (rank == sig.root) out = reduce_all(blk); break;
     case Collective::kBroadcast: out = sends[sig.root]; break;
     case Collective::kAllGather:
-      for (int r = 0; r < nranks; ++r) std::memcpy(out.data() + r * blk, sends[r].data(), blk);
+      for (int r = 0; r < nranks; ++r) CopyBytes(out.data() + r * blk, sends[r].data(), blk);
       break;
     case Collective::kReduceScatter: {
       Bytes all = reduce_all(blk * nranks);
-      std::memcpy(out.data(), all.data() + rank * blk, blk);
+      CopyBytes(out.data(), all.data() + rank * blk, blk);
       break;
     }
     case Collective::kGather:
       if (rank == sig.root) {
-        for (int r = 0; r < nranks; ++r) std::memcpy(out.data() + r * blk, sends[r].data(), blk);
+        for (int r = 0; r < nranks; ++r) CopyBytes(out.data() + r * blk, sends[r].data(), blk);
       }
       break;
-    case Collective::kScatter: std::memcpy(out.data(), sends[sig.root].data() + rank * blk, blk); break;
+    case Collective::kScatter: CopyBytes(out.data(), sends[sig.root].data() + rank * blk, blk); break;
     case Collective::kAllToAll:
-      for (int j = 0; j < nranks; ++j) std::memcpy(out.data() + j * blk, sends[j].data() + rank * blk, blk);
+      for (int j = 0; j < nranks; ++j) CopyBytes(out.data() + j * blk, sends[j].data() + rank * blk, blk);
       break;
     default: break;
   }

@@ -123,7 +123,7 @@ TEST_P(CollectivesTest, MatrixMatchesReferenceElementByElement) {
               if (recv_bytes) {
                 std::memcpy(rbuf + rank * blk, sends[rank].data(), blk);
                 send = rbuf + rank * blk;
-              } else {
+              } else if (send_bytes) {
                 std::memcpy(sbuf, sends[rank].data(), send_bytes);
               }
               break;

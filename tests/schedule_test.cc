@@ -62,7 +62,7 @@ void RunAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorithm alg
       case Collective::kBroadcast:
       case Collective::kReduce:
         if (ext.send_elems == ext.recv_elems) {
-          std::memcpy(recvs[r].data(), sends[r].data(), sends[r].size());
+          if (!sends[r].empty()) std::memcpy(recvs[r].data(), sends[r].data(), sends[r].size());
           sim[r].send = recvs[r].data();
           in_place_ranks.push_back(r);
         }

@@ -106,8 +106,9 @@ baton_result_t WaitRequest(baton_request* req, int timeout_ms) {
         !req->comm->conn->DaemonAlive()) {
       int expected = baton_success;
       req->comm->async_error.compare_exchange_strong(expected, baton_unavailable);
-      // The request is left allocated: the daemon that could complete it is gone.
-      return Fail(Code::kUnavailable, "batond at " + req->comm->conn->socket_path() +
+      const std::string socket = req->comm->conn->socket_path();
+      ReleaseRequest(req);  // the daemon that could complete it is gone
+      return Fail(Code::kUnavailable, "batond at " + socket +
                                           " closed the connection while this operation was in flight (the daemon "
                                           "exited or crashed); restart it and recreate the communicator");
     }

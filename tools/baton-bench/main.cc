@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
         sends[r] = ref::MakeSendBuffer(sig, world, r);
       }
     }
-    std::memcpy(sbuf, sends[rank].data(), sends[rank].size());
+    if (!sends[rank].empty()) std::memcpy(sbuf, sends[rank].data(), sends[rank].size());
     if (run_once(count) != baton_success) Die(coll_name.c_str(), comm);
     ref::Bytes want = sendrecv ? sends[(rank - 1 + world) % world] : ref::Expected(sig, world, rank, sends);
     const auto* got = static_cast<const uint8_t*>(rbuf);
