@@ -20,7 +20,14 @@ Status FromGrpc(int grpc_code, const std::string& message, const std::string& co
   }
 }
 
-Status JoinRendezvous(const std::string& address, const baton::v1::JoinRequest& req, baton::v1::JoinResponse* resp) {
+void JoinCancel::Cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  if (call_ != nullptr) call_->TryCancel();
+}
+
+Status JoinRendezvous(const std::string& address, const baton::v1::JoinRequest& req, baton::v1::JoinResponse* resp,
+                      JoinCancel* cancel) {
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   auto stub = baton::v1::Rendezvous::NewStub(channel);
   grpc::ClientContext ctx;
@@ -28,7 +35,17 @@ Status JoinRendezvous(const std::string& address, const baton::v1::JoinRequest& 
   // so that its precise "missing ranks" message wins the race.
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(req.timeout_ms() + 5000));
   ctx.set_wait_for_ready(true);  // the rendezvous daemon may still be starting
+  if (cancel != nullptr) {
+    std::lock_guard<std::mutex> lock(cancel->mu_);
+    if (cancel->cancelled_) return Status::Aborted("rendezvous abandoned: the rank's process went away");
+    cancel->call_ = &ctx;
+  }
   grpc::Status st = stub->Join(&ctx, req, resp);
+  if (cancel != nullptr) {
+    std::lock_guard<std::mutex> lock(cancel->mu_);
+    cancel->call_ = nullptr;
+    if (cancel->cancelled_ && !st.ok()) return Status::Aborted("rendezvous abandoned: the rank's process went away");
+  }
   if (st.ok()) return Status::Ok();
   std::string context = "rendezvous at " + address + ": ";
   if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && st.error_message() == "Deadline Exceeded") {

@@ -264,11 +264,13 @@ void Communicator::DumpTrace() const {
   FILE* f = std::fopen(path.c_str(), "w");
   bool ok = f != nullptr && std::fwrite(trace.data(), 1, trace.size(), f) == trace.size();
   if (f != nullptr && std::fclose(f) != 0) ok = false;
+  const int err = errno;
+  if (!ok && f != nullptr) std::remove(path.c_str());  // no half-written trace
   if (ok) {
     BATON_WARN("{}: flight recorder written to {}", Describe(), path);
   } else {
     // A full disk must not take the daemon down: say so and go on.
-    BATON_WARN("{}: could not write the flight recorder to {}: {}", Describe(), path, std::strerror(errno));
+    BATON_WARN("{}: could not write the flight recorder to {}: {}", Describe(), path, std::strerror(err));
   }
 }
 

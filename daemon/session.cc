@@ -279,10 +279,19 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
   }
   const uint32_t request_id = req.h.request_id;
   const int rank = req.rank;
+  auto cancel = std::make_shared<JoinCancel>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    joins_.push_back(cancel);
+  }
   // Rendezvous blocks until every rank has joined: do it off the io thread.
-  std::thread([self = shared_from_this(), join, rendezvous, timeout, algo, request_id, rank] {
+  std::thread([self = shared_from_this(), join, rendezvous, timeout, algo, request_id, rank, cancel] {
     baton::v1::JoinResponse resp;
-    Status st = JoinRendezvous(rendezvous, join, &resp);
+    Status st = JoinRendezvous(rendezvous, join, &resp, cancel.get());
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      std::erase(self->joins_, cancel);
+    }
     CommSpec spec;
     if (st.ok()) {
       spec.job = join.job_id();
@@ -515,6 +524,7 @@ void Session::Close(const std::string& why) {
     if (closed_) return;
     closed_ = true;
     comms.swap(comms_);
+    for (auto& join : joins_) join->Cancel();  // their threads finish (and let go of this session) now
   }
   BATON_INFO(kClient, "client {} left: {}", Who(), why);
   boost::system::error_code ignored;

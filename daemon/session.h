@@ -16,6 +16,7 @@
 #include "common/ipc_protocol.h"
 #include "common/mapping.h"
 #include "common/unique_fd.h"
+#include "control/rendezvous_client.h"
 #include "daemon/access_policy.h"
 #include "daemon/communicator.h"
 #include "daemon/local_op.h"
@@ -107,6 +108,7 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t next_comm_ = 1;
   int pending_joins_ = 0;           // inits and splits not answered yet
   std::set<std::string> jobs_held_;  // references on AccessPolicy's jobs, dropped at the end
+  std::vector<std::shared_ptr<JoinCancel>> joins_;  // rendezvous calls to abandon if the client leaves
 };
 
 }  // namespace baton

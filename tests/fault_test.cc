@@ -6,6 +6,9 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -150,6 +153,103 @@ TEST(Faults, CutNetworkLinkFailsTheJobOnBothSidesAndTheDaemonsServeOnAfterwards)
                      [&](int rank, baton_comm_t comm) { fresh[rank] = TimedAllReduce(comm); }),
             "");
   for (int r = 0; r < 2; ++r) EXPECT_EQ(fresh[r].code, baton_success) << fresh[r].message;
+}
+
+// Open file descriptors of a process.
+int OpenFds(pid_t pid) {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) ++n;
+  return n;
+}
+
+// Polls until the daemon's fd count is back to `baseline` (or 10 s pass).
+int FdsSettle(pid_t pid, int baseline) {
+  int now = OpenFds(pid);
+  for (int i = 0; i < 100 && now > baseline; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    now = OpenFds(pid);
+  }
+  return now;
+}
+
+TEST(Faults, ClientsDyingAtAnyStageLeaveNothingBehind) {
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok());
+  const pid_t daemon = cluster->pid(0);
+  // Warm up (the first client makes the gRPC self-connection for rendezvous).
+  ASSERT_EQ(RunRanks(*cluster, {0}, UniqueJob("warm"), [](int, baton_comm_t comm) { TimedAllReduce(comm); }), "");
+  const int baseline = OpenFds(daemon);
+
+  // Before init: connected and holding shared memory, then killed.
+  pid_t holder = SpawnRank(*cluster, 0, UniqueJob("mem"), 1, 0, "alloc");
+  // During init: waiting for a rank that never comes (2 s join timeout), then killed.
+  pid_t joiner = SpawnRank(*cluster, 0, UniqueJob("join"), 2, 0, "hang");
+  // Mid-job: joined, then killed without destroying its communicator.
+  pid_t member = SpawnRank(*cluster, 0, UniqueJob("member"), 1, 0, "hang");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (pid_t p : {holder, joiner, member}) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
+  // Sessions, segments, pending joins and communicators are all reclaimed.
+  EXPECT_EQ(FdsSettle(daemon, baseline), baseline);
+  // And the daemon serves a new job.
+  Outcome after;
+  ASSERT_EQ(RunRanks(*cluster, {0, 0}, UniqueJob("after"), [&](int rank, baton_comm_t comm) {
+              Outcome o = TimedAllReduce(comm);
+              if (rank == 0) after = o;
+            }),
+            "");
+  EXPECT_EQ(after.code, baton_success) << after.message;
+}
+
+TEST(Faults, FullDiskForTraceDumpsIsLoggedAndServiceGoesOn) {
+  // A 64 KiB tmpfs, filled up, as the trace folder.
+  char dir[] = "/tmp/baton-fulldisk-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  if (launcher::RunCommand({"/bin/mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir}).ok() == false) {
+    ::rmdir(dir);
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
+  }
+  {
+    std::FILE* fill = std::fopen((std::string(dir) + "/fill").c_str(), "w");
+    std::vector<char> block(4096, 'x');
+    while (fill != nullptr && std::fwrite(block.data(), 1, block.size(), fill) == block.size() && std::fflush(fill) == 0) {
+    }
+    if (fill != nullptr) std::fclose(fill);
+  }
+  auto cluster = StartCluster(1, {"--trace-dir", dir});
+  ASSERT_TRUE(cluster->status().ok());
+  // A mismatch fails the communicator, which dumps its flight recorder.
+  std::vector<Outcome> out(2);
+  ASSERT_EQ(RunRanks(*cluster, {0, 0}, UniqueJob("full"), [&](int rank, baton_comm_t comm) {
+              float x[4] = {};
+              Outcome o;
+              o.code = rank == 0 ? baton_allreduce(x, x, 4, baton_float32, baton_sum, comm, nullptr)
+                                 : baton_broadcast(x, x, 4, baton_float32, 0, comm, nullptr);
+              o.message = baton_get_last_error(comm);
+              out[rank] = o;
+            }),
+            "");
+  for (const Outcome& o : out) EXPECT_EQ(o.code, baton_mismatch) << o.message;
+  // The failure to write is logged, and no half-written trace is left.
+  std::string log;
+  for (int i = 0; i < 50 && log.find("could not write the flight recorder") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(cluster->dir() + "/node0.log");
+    log.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_NE(log.find("No space left on device"), std::string::npos) << log;
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1) << "only the filler should be there";
+  Outcome after;
+  ASSERT_EQ(RunRanks(*cluster, {0}, UniqueJob("after-full"), [&](int, baton_comm_t comm) { after = TimedAllReduce(comm); }),
+            "");
+  EXPECT_EQ(after.code, baton_success) << after.message;
+  cluster.reset();
+  EXPECT_TRUE(launcher::RunCommand({"/bin/umount", dir}).ok());
+  ::rmdir(dir);
 }
 
 }  // namespace
