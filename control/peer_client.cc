@@ -5,13 +5,14 @@
 #include <thread>
 
 #include "baton/v1/peer.grpc.pb.h"
+#include "control/grpc_security.h"
 #include "control/rendezvous_client.h"
 
 namespace baton {
 namespace {
 
 std::unique_ptr<baton::v1::Peer::Stub> Stub(const std::string& address) {
-  return baton::v1::Peer::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  return baton::v1::Peer::NewStub(grpc::CreateChannel(address, GrpcSecurity::ChannelCredentials()));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "control/rendezvous_client.h"
+#include "control/grpc_security.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -28,7 +29,7 @@ void JoinCancel::Cancel() {
 
 Status JoinRendezvous(const std::string& address, const baton::v1::JoinRequest& req, baton::v1::JoinResponse* resp,
                       JoinCancel* cancel) {
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(address, GrpcSecurity::ChannelCredentials());
   auto stub = baton::v1::Rendezvous::NewStub(channel);
   grpc::ClientContext ctx;
   // The server enforces the rendezvous timeout; give the RPC a little more

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "common/logging.h"
+#include "control/grpc_security.h"
 
 namespace baton {
 namespace {
@@ -35,6 +36,9 @@ std::string MissingRanks(const std::vector<std::optional<baton::v1::RankInfo>>& 
 
 grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const baton::v1::JoinRequest* req,
                                      baton::v1::JoinResponse* resp) {
+  if (Status allowed = GrpcSecurity::AuthorizePeer(*ctx); !allowed.ok()) {
+    return {grpc::StatusCode::PERMISSION_DENIED, allowed.message()};
+  }
   if (req->job_id().empty() || req->job_id().size() > 256) {
     return {grpc::StatusCode::INVALID_ARGUMENT, "job_id must be 1..256 characters"};
   }

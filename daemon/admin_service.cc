@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "common/logging.h"
+#include "control/grpc_security.h"
 #include "control/peer_client.h"
 
 namespace baton {
@@ -136,6 +138,10 @@ grpc::Status AdminService::ListInflight(grpc::ServerContext*, const baton::v1::I
 
 grpc::Status AdminService::AbortCommunicator(grpc::ServerContext* ctx, const baton::v1::AdminAbortRequest* req,
                                              baton::v1::AdminAbortResponse*) {
+  if (Status allowed = GrpcSecurity::AuthorizeAdmin(*ctx); !allowed.ok()) {
+    BATON_WARN("refused an abort of communicator {:x}: {}", req->comm_uid(), allowed.message());
+    return {grpc::StatusCode::PERMISSION_DENIED, allowed.message()};
+  }
   auto comm = ctx_.registry->Find(req->comm_uid());
   if (!comm) return {grpc::StatusCode::NOT_FOUND, "no communicator with uid " + std::to_string(req->comm_uid())};
   comm->Abort(Status::Aborted("aborted by an operator on node " + ctx_.node_name + " (" + ctx->peer() + ")" +

@@ -8,6 +8,7 @@
 
 #include "common/address.h"
 #include "common/logging.h"
+#include "control/grpc_security.h"
 #include "daemon/sd_notify.h"
 #include "topology/interfaces.h"
 #include "topology/nvml.h"
@@ -95,7 +96,9 @@ Status Daemon::Start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(options_.grpc, grpc::InsecureServerCredentials(), &grpc_port);
+  BATON_RETURN_IF_ERROR(GrpcSecurity::Configure({options_.tls_cert, options_.tls_key, options_.tls_ca},
+                                                SplitList(options_.admin_cns)));
+  builder.AddListeningPort(options_.grpc, GrpcSecurity::ServerCredentials(), &grpc_port);
   peer_service_ = std::make_unique<PeerService>(&registry_, options_.node_name);
   builder.RegisterService(&rendezvous_);
   builder.RegisterService(peer_service_.get());

@@ -38,6 +38,11 @@ options:
   --allow-users LIST     users (names or uids) who may join other users' jobs; a job
                          otherwise belongs to the user whose client created it here
   --allow-groups LIST    groups (names or gids) whose members may do so too
+  --tls-cert PATH        gRPC over TLS: this daemon's certificate (PEM); with
+  --tls-key PATH         its key and
+  --tls-ca PATH          the CA of every daemon and operator certificate
+  --admin-cns LIST       certificate common names allowed admin actions (abort)
+                         under TLS; without TLS only local callers may take them
   --socket-mode OCTAL    permissions of the client socket (default 0666: any local
                          user may connect; jobs stay their owner's)
   --timeout SECONDS      collective timeout when a communicator sets none (default 300)
@@ -79,6 +84,18 @@ environment:
 )";
 }
 
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 bool ParseSize(const std::string& text, uint64_t* out) {
   if (text.empty()) return false;
   uint64_t value = 0;
@@ -99,7 +116,8 @@ namespace {
 
 const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "rendezvous", "node-name",
                                    "max-client-memory", "max-user-memory", "max-client-comms", "max-p2p-buffer",
-                                   "allow-users", "allow-groups", "socket-mode", "timeout", "straggler-warning", "heartbeat",
+                                   "allow-users", "allow-groups", "tls-cert", "tls-key", "tls-ca", "admin-cns",
+                                   "socket-mode", "timeout", "straggler-warning", "heartbeat",
                                    "peer-timeout", "flight-records", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
                                    "ib-hca"};
@@ -266,6 +284,14 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next(&o.allow_users));
     } else if (arg == "--allow-groups") {
       BATON_RETURN_IF_ERROR(next(&o.allow_groups));
+    } else if (arg == "--tls-cert") {
+      BATON_RETURN_IF_ERROR(next(&o.tls_cert));
+    } else if (arg == "--tls-key") {
+      BATON_RETURN_IF_ERROR(next(&o.tls_key));
+    } else if (arg == "--tls-ca") {
+      BATON_RETURN_IF_ERROR(next(&o.tls_ca));
+    } else if (arg == "--admin-cns") {
+      BATON_RETURN_IF_ERROR(next(&o.admin_cns));
     } else if (arg == "--socket-mode") {
       std::string v;
       BATON_RETURN_IF_ERROR(next(&v));
@@ -316,6 +342,10 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"max-p2p-buffer", std::to_string(o.max_p2p_buffer)},
       {"allow-users", o.allow_users},
       {"allow-groups", o.allow_groups},
+      {"tls-cert", o.tls_cert},
+      {"tls-key", o.tls_key},
+      {"tls-ca", o.tls_ca},
+      {"admin-cns", o.admin_cns},
       {"socket-mode", [&] {
          char m[8];
          std::snprintf(m, sizeof m, "0%o", o.socket_mode);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -23,6 +24,10 @@ struct DaemonOptions {
   int max_client_comms = 256;                            // communicators (and pending joins) per client
   std::string allow_users;                               // uids/names that may join other users' jobs
   std::string allow_groups;                              // gids/names whose members may do so too
+  std::string tls_cert;                                  // gRPC TLS: this daemon's certificate (PEM)
+  std::string tls_key;                                   //   its private key
+  std::string tls_ca;                                    //   the CA that signs daemons and operators
+  std::string admin_cns;                                 // certificate names allowed admin actions
   unsigned socket_mode = 0666;                           // permissions of the client socket
   std::chrono::milliseconds default_timeout{300000};     // collective timeout when the client sets none
   std::chrono::milliseconds straggler_warning{5000};     // log a straggler after this long
@@ -51,6 +56,9 @@ std::string PrintConfig(const DaemonOptions& o);
 // Parses argv; on --help sets `help` and returns OK.
 Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out);
 const char* DaemonUsage();
+
+// "a,b,,c" -> {"a", "b", "c"}.
+std::vector<std::string> SplitList(const std::string& text);
 
 // Parses "64M", "8G", "4096" into bytes.
 bool ParseSize(const std::string& text, uint64_t* out);

@@ -2,10 +2,15 @@
 
 #include <algorithm>
 
+#include "control/grpc_security.h"
+
 namespace baton {
 
-grpc::Status PeerService::AbortCommunicator(grpc::ServerContext*, const baton::v1::AbortRequest* req,
+grpc::Status PeerService::AbortCommunicator(grpc::ServerContext* ctx, const baton::v1::AbortRequest* req,
                                             baton::v1::AbortResponse* resp) {
+  if (Status allowed = GrpcSecurity::AuthorizePeer(*ctx); !allowed.ok()) {
+    return {grpc::StatusCode::PERMISSION_DENIED, allowed.message()};
+  }
   auto comm = registry_->Find(req->comm_uid());
   resp->set_known(comm != nullptr);
   if (!comm) return grpc::Status::OK;
@@ -19,8 +24,11 @@ grpc::Status PeerService::AbortCommunicator(grpc::ServerContext*, const baton::v
   return grpc::Status::OK;
 }
 
-grpc::Status PeerService::GetArrivals(grpc::ServerContext*, const baton::v1::ArrivalsRequest* req,
+grpc::Status PeerService::GetArrivals(grpc::ServerContext* ctx, const baton::v1::ArrivalsRequest* req,
                                       baton::v1::ArrivalsResponse* resp) {
+  if (Status allowed = GrpcSecurity::AuthorizePeer(*ctx); !allowed.ok()) {
+    return {grpc::StatusCode::PERMISSION_DENIED, allowed.message()};
+  }
   resp->set_node(node_name_);
   auto comm = registry_->Find(req->comm_uid());
   resp->set_known(comm != nullptr);
@@ -45,8 +53,11 @@ grpc::Status PeerService::GetArrivals(grpc::ServerContext*, const baton::v1::Arr
   return grpc::Status::OK;
 }
 
-grpc::Status PeerService::Heartbeat(grpc::ServerContext*, const baton::v1::HeartbeatRequest*,
+grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const baton::v1::HeartbeatRequest*,
                                     baton::v1::HeartbeatResponse* resp) {
+  if (Status allowed = GrpcSecurity::AuthorizePeer(*ctx); !allowed.ok()) {
+    return {grpc::StatusCode::PERMISSION_DENIED, allowed.message()};
+  }
   resp->set_node(node_name_);
   return grpc::Status::OK;
 }

@@ -20,6 +20,7 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include "control/grpc_security.h"
 #include "tests/rank_threads.h"
 
 namespace baton::test {
@@ -402,6 +403,84 @@ TEST(ControlPlane, LogFileAndTopologyDumpFromSettings) {
   google::protobuf::Struct topo;
   EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(ReadFile(dir + "/topo.json"), &topo).ok());
   std::filesystem::remove_all(dir);
+}
+
+// A CA, a daemon certificate for 127.0.0.1, and two operator certificates
+// ("ops", allowed to abort; "intruder", not), made with the openssl CLI.
+std::string MakeCertificates() {
+  const std::string dir = "/tmp/baton-tls-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string script =
+      "set -e; cd " + dir + "; "
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem "
+      "-days 2 -subj /CN=baton-test-ca 2>/dev/null; "
+      "for n in batond ops intruder; do "
+      "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout $n.key -out $n.csr "
+      "-subj /CN=$n 2>/dev/null; "
+      "printf 'subjectAltName=IP:127.0.0.1\n' > san.ext; "
+      "openssl x509 -req -in $n.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $n.pem -days 2 "
+      "-extfile san.ext 2>/dev/null; done";
+  std::ofstream(dir + "/make.sh") << script << "\n";
+  return std::system(("bash " + dir + "/make.sh").c_str()) == 0 ? dir : "";
+}
+
+TEST(ControlPlane, TlsGrpcCarriesTheJobAndOnlyListedCertificatesMayAbort) {
+  const std::string certs = MakeCertificates();
+  ASSERT_FALSE(certs.empty()) << "openssl could not make the test certificates";
+  auto cluster = StartCluster(2, {"--tls-cert", certs + "/batond.pem", "--tls-key", certs + "/batond.key", "--tls-ca",
+                                  certs + "/ca.pem", "--admin-cns", "ops"});
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  const std::string addr = "--address " + cluster->rendezvous() + " ";
+  const std::string ca = "--tls-ca " + certs + "/ca.pem ";
+  auto as = [&](const std::string& who) {
+    return ca + "--tls-cert " + certs + "/" + who + ".pem --tls-key " + certs + "/" + who + ".key ";
+  };
+
+  std::atomic<int> done{0};
+  std::atomic<bool> checked{false};
+  std::string plaintext, listed, no_cert, intruder, ops;
+  int rc_plain = 0, rc_listed = 0, rc_no_cert = 0, rc_intruder = 0, rc_ops = 0;
+  std::thread operator_thread([&] {
+    while (done < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    plaintext = Batonctl(addr + "--timeout 2 comms", &rc_plain);
+    listed = Batonctl(addr + ca + "comms", &rc_listed);
+    const std::string uid = listed.substr(listed.find('\n') + 1, 16);
+    no_cert = Batonctl(addr + ca + "abort " + uid, &rc_no_cert);
+    intruder = Batonctl(addr + as("intruder") + "abort " + uid, &rc_intruder);
+    ops = Batonctl(addr + as("ops") + "abort " + uid + " 'maintenance'", &rc_ops);
+    checked = true;
+  });
+  std::vector<Outcome> first(2), last(2);
+  std::string err = RunRanks(*cluster, {0, 1}, UniqueJob("tls"), [&](int rank, baton_comm_t comm) {
+    first[rank] = TimedAllReduce(comm);  // rendezvous and peers over TLS
+    ++done;
+    while (!checked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    last[rank] = TimedAllReduce(comm);
+  });
+  operator_thread.join();
+  ASSERT_EQ(err, "");
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(first[r].code, baton_success) << first[r].message;
+  EXPECT_NE(rc_plain, 0) << "plaintext gRPC was served: " << plaintext;
+  EXPECT_EQ(rc_listed, 0) << listed;
+  EXPECT_NE(rc_no_cert, 0);
+  EXPECT_NE(no_cert.find("admin actions need a client certificate"), std::string::npos) << no_cert;
+  EXPECT_NE(rc_intruder, 0);
+  EXPECT_NE(intruder.find("certificate 'intruder' may not take admin actions"), std::string::npos) << intruder;
+  EXPECT_EQ(rc_ops, 0) << ops;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(last[r].code, baton_aborted) << last[r].message;
+    EXPECT_NE(last[r].message.find("maintenance"), std::string::npos) << last[r].message;
+  }
+  std::system(("rm -rf " + certs).c_str());
+}
+
+TEST(ControlPlane, WithoutTlsOnlyLocalCallersMayAbort) {
+  EXPECT_TRUE(IsLocalPeer("ipv4:127.0.0.1:5123"));
+  EXPECT_TRUE(IsLocalPeer("ipv6:[::1]:5123"));
+  EXPECT_TRUE(IsLocalPeer("unix:/run/baton/x"));
+  EXPECT_FALSE(IsLocalPeer("ipv4:10.0.0.7:5123"));
+  EXPECT_FALSE(IsLocalPeer("ipv6:[fe80::1]:5123"));
+  EXPECT_FALSE(IsLocalPeer("ipv4:1.27.0.0:1"));
 }
 
 }  // namespace

@@ -11,16 +11,22 @@
 #include <map>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "baton/v1/admin.grpc.pb.h"
+#include "control/grpc_security.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace {
 
-const char* kUsage = R"(usage: batonctl [--address HOST:PORT] [--json] [--timeout SECONDS] COMMAND [ARGS]
+const char* kUsage = R"(usage: batonctl [--address HOST:PORT] [--json] [--timeout SECONDS]
+                [--tls-ca PEM [--tls-cert PEM --tls-key PEM]] COMMAND [ARGS]
 
-Asks a batond (default 127.0.0.1:7101, or $BATON_ADMIN) over gRPC.
+Asks a batond (default 127.0.0.1:7101, or $BATON_ADMIN) over gRPC. With
+--tls-ca ($BATON_TLS_CA) it speaks TLS and checks the daemon's certificate;
+a client certificate (--tls-cert/--tls-key, $BATON_TLS_CERT/$BATON_TLS_KEY)
+whose name is in the daemon's admin-cns is needed for abort.
 
 commands:
   health [SERVICE]       grpc.health.v1 Check; exit 0 only if SERVING
@@ -37,8 +43,12 @@ commands:
                          trace JSON (chrome://tracing, Perfetto) or plain JSON
 )";
 
+// Plaintext unless --tls-ca is given.
+std::shared_ptr<grpc::ChannelCredentials> g_credentials = grpc::InsecureChannelCredentials();
+
 struct Options {
   std::string address;
+  std::string tls_ca, tls_cert, tls_key;  // PEM paths; no CA: plaintext
   bool json = false;
   double timeout = 5;
 };
@@ -68,7 +78,7 @@ std::string Join(const google::protobuf::RepeatedField<int32_t>& v) {
 }
 
 int Health(const Options& o, const std::string& service) {
-  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(o.address, grpc::InsecureChannelCredentials()));
+  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(o.address, g_credentials));
   grpc::ClientContext ctx;
   SetDeadline(&ctx, o);
   grpc::health::v1::HealthCheckRequest req;
@@ -88,12 +98,19 @@ int main_impl(int argc, char** argv) {
   Options o;
   if (const char* a = std::getenv("BATON_ADMIN")) o.address = a;
   if (o.address.empty()) o.address = "127.0.0.1:7101";
+  for (auto [env, field] : {std::pair{"BATON_TLS_CA", &o.tls_ca}, std::pair{"BATON_TLS_CERT", &o.tls_cert},
+                            std::pair{"BATON_TLS_KEY", &o.tls_key}}) {
+    if (const char* v = std::getenv(env)) *field = v;
+  }
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--address" && i + 1 < argc) o.address = argv[++i];
     else if (a == "--json") o.json = true;
     else if (a == "--timeout" && i + 1 < argc) o.timeout = std::atof(argv[++i]);
+    else if (a == "--tls-ca" && i + 1 < argc) o.tls_ca = argv[++i];
+    else if (a == "--tls-cert" && i + 1 < argc) o.tls_cert = argv[++i];
+    else if (a == "--tls-key" && i + 1 < argc) o.tls_key = argv[++i];
     else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -103,9 +120,22 @@ int main_impl(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
+  if (!o.tls_ca.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    for (auto [path, field, what] : {std::tuple{&o.tls_ca, &ssl.pem_root_certs, "--tls-ca"},
+                                     std::tuple{&o.tls_cert, &ssl.pem_cert_chain, "--tls-cert"},
+                                     std::tuple{&o.tls_key, &ssl.pem_private_key, "--tls-key"}}) {
+      if (path->empty()) continue;
+      if (baton::Status st = baton::ReadPem(*path, what, field); !st.ok()) {
+        std::fprintf(stderr, "batonctl: %s\n", st.message().c_str());
+        return 2;
+      }
+    }
+    g_credentials = grpc::SslCredentials(ssl);
+  }
   const std::string cmd = args[0];
   if (cmd == "health") return Health(o, args.size() > 1 ? args[1] : "");
-  auto stub = baton::v1::Admin::NewStub(grpc::CreateChannel(o.address, grpc::InsecureChannelCredentials()));
+  auto stub = baton::v1::Admin::NewStub(grpc::CreateChannel(o.address, g_credentials));
   grpc::ClientContext ctx;
   SetDeadline(&ctx, o);
   if (cmd == "status") {
