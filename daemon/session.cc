@@ -13,8 +13,8 @@
 #include "common/futex.h"
 #include "common/logging.h"
 #include "control/rendezvous_client.h"
-#include "daemon/descriptor_check.h"
 #include "daemon/comm_registry.h"
+#include "daemon/descriptor_check.h"
 
 namespace baton {
 

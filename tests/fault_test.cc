@@ -252,5 +252,34 @@ TEST(Faults, FullDiskForTraceDumpsIsLoggedAndServiceGoesOn) {
   ::rmdir(dir);
 }
 
+TEST(Faults, RestartedDaemonServesTheSameProcessAgain) {
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok());
+  baton_comm_t old_comm = nullptr;
+  ASSERT_EQ(InitRank(*cluster, 0, UniqueJob("before-restart"), 1, 0, &old_comm), baton_success)
+      << baton_get_last_error(nullptr);
+  EXPECT_EQ(TimedAllReduce(old_comm).code, baton_success);
+
+  ASSERT_TRUE(cluster->Restart(0).ok());  // as systemd's Restart= would
+  // The old communicator died with its daemon, and says so.
+  Outcome stale = TimedAllReduce(old_comm);
+  EXPECT_EQ(stale.code, baton_unavailable) << stale.message;
+  // The same process reaches the new daemon on the same socket.
+  baton_comm_t comm = nullptr;
+  ASSERT_EQ(InitRank(*cluster, 0, UniqueJob("after-restart"), 1, 0, &comm), baton_success)
+      << baton_get_last_error(nullptr);
+  Outcome fresh = TimedAllReduce(comm);
+  EXPECT_EQ(fresh.code, baton_success) << fresh.message;
+  void* mem = nullptr;
+  ::setenv("BATON_SOCKET", cluster->socket(0).c_str(), 1);
+  EXPECT_EQ(baton_mem_alloc(&mem, 4096), baton_success) << baton_get_last_error(nullptr);
+  if (mem != nullptr) {
+    EXPECT_EQ(baton_mem_free(mem), baton_success);
+  }
+  ::unsetenv("BATON_SOCKET");
+  baton_comm_destroy(comm);
+  baton_comm_destroy(old_comm);  // an error, not a crash
+}
+
 }  // namespace
 }  // namespace baton::test

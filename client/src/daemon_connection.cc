@@ -17,20 +17,27 @@ namespace baton::client {
 namespace {
 std::mutex g_mu;
 // One connection per daemon socket, kept until exit (the daemon reclaims
-// everything when the process goes away).
+// everything when the process goes away). A connection whose daemon died is
+// replaced on the next Get, so that a restarted daemon serves this process
+// again; the dead one stays allocated for communicators that still name it.
 std::map<std::string, DaemonConnection*>* g_conns = new std::map<std::string, DaemonConnection*>;
+std::vector<DaemonConnection*>* g_retired = new std::vector<DaemonConnection*>;  // replaced dead ones
 DaemonConnection* g_first = nullptr;
 }  // namespace
 
 Status DaemonConnection::Default(const std::string& socket_path, DaemonConnection** out) {
+  std::string path = socket_path;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_first != nullptr) {
-      *out = g_first;
-      return Status::Ok();
+      if (g_first->DaemonAlive()) {
+        *out = g_first;
+        return Status::Ok();
+      }
+      path = g_first->socket_path();  // reconnect to the daemon that replaced it
     }
   }
-  return Get(socket_path, out);
+  return Get(path, out);
 }
 
 Status DaemonConnection::FreeAnywhere(void* ptr) {
@@ -38,6 +45,7 @@ Status DaemonConnection::FreeAnywhere(void* ptr) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     for (auto& [path, c] : *g_conns) conns.push_back(c);
+    conns.insert(conns.end(), g_retired->begin(), g_retired->end());
   }
   for (DaemonConnection* c : conns) {
     if (c->Owns(ptr)) return c->Free(ptr);
@@ -53,11 +61,15 @@ bool DaemonConnection::Owns(const void* ptr) const {
 Status DaemonConnection::Get(const std::string& socket_path, DaemonConnection** out) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_conns->find(socket_path);
-  if (it == g_conns->end()) {
+  if (it == g_conns->end() || !it->second->DaemonAlive()) {
     auto conn = std::make_unique<DaemonConnection>();
     BATON_RETURN_IF_ERROR(conn->Connect(socket_path));
-    it = g_conns->emplace(socket_path, conn.release()).first;
-    if (g_first == nullptr) g_first = it->second;
+    DaemonConnection* dead = it == g_conns->end() ? nullptr : it->second;
+    if (dead != nullptr) g_retired->push_back(dead);
+    (*g_conns)[socket_path] = conn.get();
+    if (g_first == nullptr || g_first == dead) g_first = conn.get();
+    it = g_conns->find(socket_path);
+    conn.release();
   }
   *out = it->second;
   return Status::Ok();

@@ -17,7 +17,7 @@ namespace baton::launcher {
 
 LocalCluster::LocalCluster(const std::string& batond, int nodes, std::vector<std::string> extra_args,
                            std::vector<NodeLaunch> launch)
-    : batond_(batond), launch_(std::move(launch)) {
+    : batond_(batond), extra_args_(extra_args), launch_(std::move(launch)) {
   launch_.resize(static_cast<size_t>(nodes));
   char tmpl[] = "/tmp/baton-test-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) {
@@ -61,8 +61,12 @@ Status LocalCluster::StartNode(int node, const std::vector<std::string>& extra_a
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
-  pids_.push_back(pid);
-  sockets_.push_back(sock);
+  if (static_cast<size_t>(node) < pids_.size()) {
+    pids_[node] = pid;  // a restart
+  } else {
+    pids_.push_back(pid);
+    sockets_.push_back(sock);
+  }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!std::filesystem::exists(ready)) {
     int wstatus = 0;
@@ -91,6 +95,13 @@ void LocalCluster::Kill(int node) {
     ::waitpid(pids_[node], nullptr, 0);
     pids_[node] = -1;
   }
+}
+
+Status LocalCluster::Restart(int node) {
+  Kill(node);
+  std::error_code ignored;
+  std::filesystem::remove(dir_ + "/node" + std::to_string(node) + ".ready", ignored);
+  return StartNode(node, extra_args_);
 }
 
 bool LocalCluster::Alive(int node) {

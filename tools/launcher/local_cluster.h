@@ -40,11 +40,16 @@ class LocalCluster {
   void Kill(int node);
   // True while the daemon process of `node` is running.
   bool Alive(int node);
+  // Kills the daemon of `node` if it runs and starts a new one on the same
+  // socket (as systemd's Restart= would). Node 0's new rendezvous address
+  // is not passed to daemons already running.
+  Status Restart(int node);
 
  private:
   Status StartNode(int node, const std::vector<std::string>& extra_args);
 
   std::string batond_;
+  std::vector<std::string> extra_args_;
   std::vector<NodeLaunch> launch_;
   Status status_;
   std::string dir_;
