@@ -22,8 +22,8 @@ ClientIdentity ClientIdentity::FromPeer(pid_t pid, uid_t uid, gid_t gid) {
   return id;
 }
 
-AccessPolicy::AccessPolicy(std::vector<uid_t> allow_uids, std::vector<gid_t> allow_gids, uint64_t max_user_bytes)
-    : allow_uids_(std::move(allow_uids)), allow_gids_(std::move(allow_gids)), max_user_bytes_(max_user_bytes) {}
+AccessPolicy::AccessPolicy(std::vector<uid_t> allow_uids, std::vector<gid_t> allow_gids, UserLimits limits)
+    : allow_uids_(std::move(allow_uids)), allow_gids_(std::move(allow_gids)), limits_(limits) {}
 
 bool AccessPolicy::MayUseOthersJobs(const ClientIdentity& who) const {
   if (who.uid == 0) return true;
@@ -56,11 +56,13 @@ void AccessPolicy::ReleaseJob(const std::string& job) {
 
 Status AccessPolicy::ChargeMemory(uid_t uid, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t& used = user_bytes_[uid];
-  if (used + bytes > max_user_bytes_) {
+  uint64_t& used = usage_[uid].bytes;
+  if (used + bytes > limits_.bytes) {
+    const uint64_t in_use = used;
+    ForgetIfIdle(uid);
     return Status::Exhausted("allocating " + std::to_string(bytes) + " bytes would exceed uid " + std::to_string(uid) +
-                             "'s shared-memory limit of " + std::to_string(max_user_bytes_) + " bytes on this node (" +
-                             std::to_string(used) + " in use by its processes); free buffers, end other jobs, or "
+                             "'s shared-memory limit of " + std::to_string(limits_.bytes) + " bytes on this node (" +
+                             std::to_string(in_use) + " in use by its processes); free buffers, end other jobs, or "
                              "raise batond --max-user-memory");
   }
   used += bytes;
@@ -69,10 +71,56 @@ Status AccessPolicy::ChargeMemory(uid_t uid, uint64_t bytes) {
 
 void AccessPolicy::ReleaseMemory(uid_t uid, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = user_bytes_.find(uid);
-  if (it == user_bytes_.end()) return;
-  it->second -= std::min(it->second, bytes);
-  if (it->second == 0) user_bytes_.erase(it);
+  auto it = usage_.find(uid);
+  if (it == usage_.end()) return;
+  it->second.bytes -= std::min(it->second.bytes, bytes);
+  ForgetIfIdle(uid);
+}
+
+Status AccessPolicy::AddClient(uid_t uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int& n = usage_[uid].clients;
+  if (n >= limits_.clients) {
+    return Status::Exhausted("uid " + std::to_string(uid) + " already has " + std::to_string(n) +
+                             " client processes connected to this daemon, its limit (batond --max-user-clients)");
+  }
+  ++n;
+  return Status::Ok();
+}
+
+void AccessPolicy::RemoveClient(uid_t uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = usage_.find(uid);
+  if (it == usage_.end()) return;
+  if (it->second.clients > 0) --it->second.clients;
+  ForgetIfIdle(uid);
+}
+
+Status AccessPolicy::ChargeComm(uid_t uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int& n = usage_[uid].comms;
+  if (n >= limits_.comms) {
+    return Status::Exhausted("uid " + std::to_string(uid) + " already holds or is joining " + std::to_string(n) +
+                             " communicators on this daemon, its limit (batond --max-user-comms); destroy "
+                             "communicators it no longer uses");
+  }
+  ++n;
+  return Status::Ok();
+}
+
+void AccessPolicy::ReleaseComm(uid_t uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = usage_.find(uid);
+  if (it == usage_.end()) return;
+  if (it->second.comms > 0) --it->second.comms;
+  ForgetIfIdle(uid);
+}
+
+void AccessPolicy::ForgetIfIdle(uid_t uid) {
+  auto it = usage_.find(uid);
+  if (it != usage_.end() && it->second.bytes == 0 && it->second.clients == 0 && it->second.comms == 0) {
+    usage_.erase(it);
+  }
 }
 
 namespace {

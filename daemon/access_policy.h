@@ -4,8 +4,10 @@
 // joined it here; it stays theirs while any client holds it. A client of
 // another uid may join only if it is root, or the operator allowed its uid
 // (--allow-users) or one of its groups (--allow-groups). Shared memory is
-// also accounted per user (--max-user-memory), so one user cannot exhaust
-// the node by opening many clients.
+// also accounted per user (--max-user-memory), and so are client processes
+// (--max-user-clients, each with at most 256 operations in flight) and
+// communicators (--max-user-comms), so one user cannot exhaust the node by
+// opening many clients.
 #pragma once
 
 #include <sys/types.h>
@@ -33,7 +35,12 @@ struct ClientIdentity {
 
 class AccessPolicy {
  public:
-  AccessPolicy(std::vector<uid_t> allow_uids, std::vector<gid_t> allow_gids, uint64_t max_user_bytes);
+  struct UserLimits {
+    uint64_t bytes = 32ull << 30;
+    int clients = 1024;
+    int comms = 4096;
+  };
+  AccessPolicy(std::vector<uid_t> allow_uids, std::vector<gid_t> allow_gids, UserLimits limits);
 
   // Takes a reference on `job` for `who`: the first one makes `who` its
   // owner. PermissionDenied (naming the owner) if `who` may not use it.
@@ -44,6 +51,11 @@ class AccessPolicy {
   // Charges `bytes` of shared memory to `uid`; ResourceExhausted past the limit.
   Status ChargeMemory(uid_t uid, uint64_t bytes);
   void ReleaseMemory(uid_t uid, uint64_t bytes);
+  // One more connected client / communicator (or pending join) of `uid`.
+  Status AddClient(uid_t uid);
+  void RemoveClient(uid_t uid);
+  Status ChargeComm(uid_t uid);
+  void ReleaseComm(uid_t uid);
 
  private:
   struct Job {
@@ -54,10 +66,17 @@ class AccessPolicy {
 
   const std::vector<uid_t> allow_uids_;
   const std::vector<gid_t> allow_gids_;
-  const uint64_t max_user_bytes_;
+  struct Usage {
+    uint64_t bytes = 0;
+    int clients = 0;
+    int comms = 0;
+  };
+  void ForgetIfIdle(uid_t uid);  // mu_ held
+
+  const UserLimits limits_;
   std::mutex mu_;
   std::map<std::string, Job> jobs_;
-  std::map<uid_t, uint64_t> user_bytes_;
+  std::map<uid_t, Usage> usage_;
 };
 
 // Parses "alice,1001" (user names or uids) and "research,2000" (group names

@@ -147,7 +147,9 @@ Status Daemon::Start() {
   std::vector<gid_t> allow_gids;
   BATON_RETURN_IF_ERROR(ParseUserList(options_.allow_users, &allow_uids));
   BATON_RETURN_IF_ERROR(ParseGroupList(options_.allow_groups, &allow_gids));
-  access_ = std::make_unique<AccessPolicy>(std::move(allow_uids), std::move(allow_gids), options_.max_user_bytes);
+  access_ = std::make_unique<AccessPolicy>(
+      std::move(allow_uids), std::move(allow_gids),
+      AccessPolicy::UserLimits{options_.max_user_bytes, options_.max_user_clients, options_.max_user_comms});
   env_.access = access_.get();
 
   if (!options_.trace_dir.empty()) {

@@ -32,6 +32,9 @@ options:
   --max-client-memory N  shared memory one client may allocate, e.g. 8G (default 8G)
   --max-user-memory N    shared memory all clients of one user may hold (default 32G)
   --max-client-comms N   communicators one client may hold or be joining (default 256)
+  --max-user-comms N     the same for all clients of one user (default 4096)
+  --max-user-clients N   client processes of one user connected at once (default 1024;
+                         each has at most 256 operations in flight)
   --max-p2p-buffer N     bytes of point-to-point messages from other nodes that
                          one communicator buffers before their receives are posted;
                          beyond it the communicator fails (default 1G)
@@ -115,7 +118,7 @@ bool ParseSize(const std::string& text, uint64_t* out) {
 namespace {
 
 const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "rendezvous", "node-name",
-                                   "max-client-memory", "max-user-memory", "max-client-comms", "max-p2p-buffer",
+                                   "max-client-memory", "max-user-memory", "max-client-comms", "max-user-comms", "max-user-clients", "max-p2p-buffer",
                                    "allow-users", "allow-groups", "tls-cert", "tls-key", "tls-ca", "admin-cns",
                                    "socket-mode", "timeout", "straggler-warning", "heartbeat",
                                    "peer-timeout", "flight-records", "trace-dir", "socket-ifname",
@@ -273,12 +276,15 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       if (!ParseSize(v, target)) {
         return Status::InvalidArgument(arg + " '" + v + "' is not a size like 512M or 8G");
       }
-    } else if (arg == "--max-client-comms") {
+    } else if (arg == "--max-client-comms" || arg == "--max-user-comms" || arg == "--max-user-clients") {
       std::string v;
       BATON_RETURN_IF_ERROR(next(&v));
-      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), o.max_client_comms);
-      if (ec != std::errc() || ptr != v.data() + v.size() || o.max_client_comms < 1) {
-        return Status::InvalidArgument("--max-client-comms '" + v + "' is not a positive count");
+      int* target = arg == "--max-client-comms" ? &o.max_client_comms
+                    : arg == "--max-user-comms" ? &o.max_user_comms
+                                                : &o.max_user_clients;
+      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), *target);
+      if (ec != std::errc() || ptr != v.data() + v.size() || *target < 1) {
+        return Status::InvalidArgument(arg + " '" + v + "' is not a positive count");
       }
     } else if (arg == "--allow-users") {
       BATON_RETURN_IF_ERROR(next(&o.allow_users));
@@ -339,6 +345,8 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"max-client-memory", std::to_string(o.max_client_bytes)},
       {"max-user-memory", std::to_string(o.max_user_bytes)},
       {"max-client-comms", std::to_string(o.max_client_comms)},
+      {"max-user-comms", std::to_string(o.max_user_comms)},
+      {"max-user-clients", std::to_string(o.max_user_clients)},
       {"max-p2p-buffer", std::to_string(o.max_p2p_buffer)},
       {"allow-users", o.allow_users},
       {"allow-groups", o.allow_groups},

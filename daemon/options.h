@@ -22,6 +22,8 @@ struct DaemonOptions {
   uint64_t max_user_bytes = 32ull << 30;                 // shared memory all clients of one uid may hold
   uint64_t max_p2p_buffer = 1ull << 30;                  // unexpected p2p bytes buffered per communicator
   int max_client_comms = 256;                            // communicators (and pending joins) per client
+  int max_user_comms = 4096;                             //   and per local user
+  int max_user_clients = 1024;                           // client processes per local user
   std::string allow_users;                               // uids/names that may join other users' jobs
   std::string allow_groups;                              // gids/names whose members may do so too
   std::string tls_cert;                                  // gRPC TLS: this daemon's certificate (PEM)

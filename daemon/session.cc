@@ -52,6 +52,8 @@ Session::~Session() {
   // Last reference gone: nothing of this client is in flight any more.
   for (const std::string& job : jobs_held_) env_.access->ReleaseJob(job);
   env_.access->ReleaseMemory(peer_.uid, segment_bytes_);
+  for (int i = 0; i < comms_charged_; ++i) env_.access->ReleaseComm(peer_.uid);
+  if (client_counted_) env_.access->RemoveClient(peer_.uid);
   --*client_count_;
 }
 
@@ -142,6 +144,11 @@ void Session::Reply(uint32_t request_id, const Status& st, uint64_t value, int r
 
 void Session::OnHello(const ipc::HelloRequest& req) {
   if (hello_done_) return Close("second Hello");
+  if (Status st = env_.access->AddClient(peer_.uid); !st.ok()) {
+    Reply(req.h.request_id, st);
+    return Close(st.message());
+  }
+  client_counted_ = true;
   if (req.version != ipc::kProtocolVersion) {
     Reply(req.h.request_id, Status::InvalidArgument("client protocol version " + std::to_string(req.version) +
                                                     " but batond speaks " + std::to_string(ipc::kProtocolVersion) +
@@ -272,6 +279,7 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
         std::lock_guard<std::mutex> lock(mu_);
         --pending_joins_;
       }
+      ReleaseCommCharge();
       return Reply(req.h.request_id, st);
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -339,6 +347,7 @@ void Session::FinishJoin(uint32_t request_id, const Status& st, std::shared_ptr<
     std::lock_guard<std::mutex> lock(mu_);
     --pending_joins_;
   }
+  if (!st.ok() || !comm) ReleaseCommCharge();  // no communicator came of it
   if (st.ok() && comm) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) {
@@ -361,8 +370,19 @@ Status Session::ReserveJoin() {
                              std::to_string(env_.options->max_client_comms) +
                              "); destroy communicators it no longer uses");
   }
+  BATON_RETURN_IF_ERROR(env_.access->ChargeComm(peer_.uid));
   ++pending_joins_;
+  ++comms_charged_;
   return Status::Ok();
+}
+
+void Session::ReleaseCommCharge() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (comms_charged_ == 0) return;
+    --comms_charged_;
+  }
+  env_.access->ReleaseComm(peer_.uid);
 }
 
 void Session::OnCommSplit(const ipc::CommSplitRequest& req) {
@@ -404,6 +424,7 @@ void Session::OnCommDestroy(const ipc::CommDestroyRequest& req) {
     }
   }
   if (!m.comm) return Reply(req.h.request_id, Status::InvalidArgument("destroy of an unknown communicator handle"));
+  ReleaseCommCharge();
   m.comm->Detach(m.rank, req.abort ? Status::Aborted("rank " + std::to_string(m.rank) + " of " + m.comm->Describe() +
                                                       " called baton_comm_abort")
                                     : Status::Ok());

@@ -79,6 +79,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Counts one more pending init/split against --max-client-comms (the
   // answer, FinishJoin, gives it back); Exhausted at the limit.
   Status ReserveJoin();
+  // Gives back one communicator's charge against the user's limit.
+  void ReleaseCommCharge();
   std::string Who() const;  // "pid 123 (uid 1000)"
 
   const SessionEnv& env_;
@@ -107,6 +109,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::map<uint64_t, Membership> comms_;
   uint64_t next_comm_ = 1;
   int pending_joins_ = 0;           // inits and splits not answered yet
+  int comms_charged_ = 0;           // against AccessPolicy's per-user count (held + pending)
+  bool client_counted_ = false;     // against AccessPolicy's per-user client count
   std::set<std::string> jobs_held_;  // references on AccessPolicy's jobs, dropped at the end
   std::vector<std::shared_ptr<JoinCancel>> joins_;  // rendezvous calls to abandon if the client leaves
 };

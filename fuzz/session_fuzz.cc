@@ -26,7 +26,7 @@ struct World {
   tcp::ConnectionBroker broker;
   CommRegistry registry;
   Metrics metrics;
-  AccessPolicy access{{}, {}, 1ull << 30};
+  AccessPolicy access{{}, {}, {}};
   SessionEnv env;
   std::atomic<uint32_t> clients{0};
   World() {

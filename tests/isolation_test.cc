@@ -207,6 +207,43 @@ TEST_F(IsolationTest, UserMemoryLimitCoversAllOfTheUsersProcesses) {
   EXPECT_EQ(again.exit_code, 0) << again.err;
 }
 
+TEST_F(IsolationTest, PerUserLimitsOnClientsAndCommunicators) {
+  {
+    // One client process per user: Alice's second is refused, Bob's first is not.
+    auto cluster = Start({"--max-user-clients", "1"});
+    Child first = AliceHolds(*cluster, UniqueJob("clients"));
+    Child second = Spawn(*cluster, kAlice, "allreduce", JobEnv(UniqueJob("clients2"), "a", 1, 0));
+    Result r = Finish(second);
+    EXPECT_EQ(r.exit_code, 10 + baton_resource_exhausted) << r.err;
+    EXPECT_NE(r.err.find("uid 60001 already has 1 client processes"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--max-user-clients"), std::string::npos) << r.err;
+    Child bob = Spawn(*cluster, kBob, "allreduce", JobEnv(UniqueJob("bob"), "b", 1, 0));
+    EXPECT_EQ(Finish(bob).exit_code, 0);
+    Finish(first, /*kill_first=*/true);
+  }
+  {
+    // Two communicators per user, across processes.
+    auto cluster = Start({"--max-user-comms", "2"});
+    Child a = AliceHolds(*cluster, UniqueJob("c1"));
+    Child b = AliceHolds(*cluster, UniqueJob("c2"));
+    Child c = Spawn(*cluster, kAlice, "allreduce", JobEnv(UniqueJob("c3"), "a", 1, 0));
+    Result r = Finish(c);
+    EXPECT_EQ(r.exit_code, 10 + baton_resource_exhausted) << r.err;
+    EXPECT_NE(r.err.find("uid 60001 already holds or is joining 2 communicators"), std::string::npos) << r.err;
+    // When one holder goes, its communicator no longer counts.
+    Finish(a, /*kill_first=*/true);
+    Result again;
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      Child d = Spawn(*cluster, kAlice, "allreduce", JobEnv(UniqueJob("c4"), "a", 1, 0));
+      again = Finish(d);
+      if (again.exit_code == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(again.exit_code, 0) << again.err;
+    Finish(b, /*kill_first=*/true);
+  }
+}
+
 TEST(Limits, CommunicatorsPerClientAreLimitedWithAClearError) {
   auto cluster = StartCluster(1, {"--max-client-comms", "2"});
   ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
