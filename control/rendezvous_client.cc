@@ -1,11 +1,11 @@
 #include "control/rendezvous_client.h"
-#include "control/grpc_security.h"
 
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 
 #include "baton/v1/rendezvous.grpc.pb.h"
+#include "control/grpc_security.h"
 
 namespace baton {
 
@@ -14,7 +14,7 @@ Status FromGrpc(int grpc_code, const std::string& message, const std::string& co
     case grpc::StatusCode::OK: return Status::Ok();
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::ALREADY_EXISTS:
-    case grpc::StatusCode::PERMISSION_DENIED: return Status::InvalidArgument(context + message);
+    case grpc::StatusCode::PERMISSION_DENIED: return Status::PermissionDenied(context + message);
     case grpc::StatusCode::DEADLINE_EXCEEDED: return Status::Timeout(context + message);
     case grpc::StatusCode::UNAVAILABLE: return Status::Unavailable(context + message);
     default: return Status::Remote(context + message);

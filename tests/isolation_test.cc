@@ -244,6 +244,50 @@ TEST_F(IsolationTest, PerUserLimitsOnClientsAndCommunicators) {
   }
 }
 
+baton_result_t InitWithSecret(const LocalCluster& cluster, int node, const std::string& job, int rank,
+                              const char* secret, baton_comm_t* comm) {
+  baton_config_t c = BATON_CONFIG_INITIALIZER;
+  const std::string socket = cluster.socket(node);
+  const std::string rendezvous = cluster.rendezvous();
+  c.job_id = job.c_str();
+  c.daemon_socket = socket.c_str();
+  c.rendezvous = rendezvous.c_str();
+  c.secret = secret;
+  c.timeout_seconds = 30;
+  return baton_comm_init_config(comm, 2, rank, &c);
+}
+
+TEST(JobSecret, AJoinWithAWrongSecretIsRefusedAndTheJobGoesOn) {
+  // Rank 0 joins with the job's secret; an impostor claims rank 1 from the
+  // other node with another secret; then the real rank 1 joins.
+  auto cluster = StartCluster(2);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  const std::string job = UniqueJob("secret");
+  Outcome rank0;
+  std::thread first([&] {
+    baton_comm_t comm = nullptr;
+    ASSERT_EQ(InitWithSecret(*cluster, 0, job, 0, "the-right-secret", &comm), baton_success)
+        << baton_get_last_error(nullptr);
+    rank0 = TimedAllReduce(comm);
+    baton_comm_destroy(comm);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // rank 0 is waiting in rendezvous
+  baton_comm_t impostor = nullptr;
+  EXPECT_EQ(InitWithSecret(*cluster, 1, job, 1, "a-guess", &impostor), baton_permission_denied);
+  const std::string refused = baton_get_last_error(nullptr);
+  EXPECT_NE(refused.find("rank 1 presented a different job secret"), std::string::npos) << refused;
+  EXPECT_EQ(impostor, nullptr);
+  // The job is unaffected: the real rank 1 joins and the collective runs.
+  baton_comm_t comm = nullptr;
+  ASSERT_EQ(InitWithSecret(*cluster, 1, job, 1, "the-right-secret", &comm), baton_success)
+      << baton_get_last_error(nullptr);
+  Outcome rank1 = TimedAllReduce(comm);
+  baton_comm_destroy(comm);
+  first.join();
+  EXPECT_EQ(rank0.code, baton_success) << rank0.message;
+  EXPECT_EQ(rank1.code, baton_success) << rank1.message;
+}
+
 TEST(Limits, CommunicatorsPerClientAreLimitedWithAClearError) {
   auto cluster = StartCluster(1, {"--max-client-comms", "2"});
   ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
