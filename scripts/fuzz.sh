@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-10}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(descriptor_fuzz session_fuzz wire_fuzz handshake_fuzz rendezvous_fuzz text_fuzz)
+((${#targets[@]})) || targets=(descriptor_fuzz session_fuzz wire_fuzz handshake_fuzz rendezvous_fuzz grpc_services_fuzz
+                             text_fuzz)
 build=${BATON_FUZZ_BUILD_DIR:-build-fuzz}
 
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_FUZZ=ON \
