@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/logging.h"
@@ -188,7 +189,7 @@ void P2pLink::ReadHeader(int node) {
         waiting.pop_front();
         Status st = CheckSizes(un->header, recv);
         if (st.ok() && !un->payload.empty()) std::memcpy(recv.bufs.recv, un->payload.data(), un->payload.size());
-        unexpected_bytes_ -= un->payload.size();
+        unexpected_bytes_ -= std::min<uint64_t>(unexpected_bytes_, un->payload.size());  // 0 after FailAll
         recv.Finish(st);
       } else {
         unexpected_[pair].push_back(std::move(*un));
@@ -208,7 +209,7 @@ void P2pLink::Recv(LocalOp op) {
       un.pop_front();
       Status st = CheckSizes(msg.header, op);
       if (st.ok() && !msg.payload.empty()) std::memcpy(op.bufs.recv, msg.payload.data(), msg.payload.size());
-      unexpected_bytes_ -= msg.payload.size();
+      unexpected_bytes_ -= std::min<uint64_t>(unexpected_bytes_, msg.payload.size());
       return op.Finish(st);
     }
     const Status& closed = peers_[node_of_rank_[op.sig.root]].closed;
