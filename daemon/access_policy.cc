@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "daemon/options.h"
+
 namespace baton {
 
 ClientIdentity ClientIdentity::FromPeer(pid_t pid, uid_t uid, gid_t gid) {
@@ -79,40 +81,47 @@ void AccessPolicy::ReleaseMemory(uid_t uid, uint64_t bytes) {
 
 Status AccessPolicy::AddClient(uid_t uid) {
   std::lock_guard<std::mutex> lock(mu_);
-  int& n = usage_[uid].clients;
-  if (n >= limits_.clients) {
-    return Status::Exhausted("uid " + std::to_string(uid) + " already has " + std::to_string(n) +
+  int held = 0;
+  if (!TryIncrement(uid, &Usage::clients, limits_.clients, &held)) {
+    return Status::Exhausted("uid " + std::to_string(uid) + " already has " + std::to_string(held) +
                              " client processes connected to this daemon, its limit (batond --max-user-clients)");
   }
-  ++n;
   return Status::Ok();
 }
 
 void AccessPolicy::RemoveClient(uid_t uid) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = usage_.find(uid);
-  if (it == usage_.end()) return;
-  if (it->second.clients > 0) --it->second.clients;
-  ForgetIfIdle(uid);
+  Decrement(uid, &Usage::clients);
 }
 
 Status AccessPolicy::ChargeComm(uid_t uid) {
   std::lock_guard<std::mutex> lock(mu_);
-  int& n = usage_[uid].comms;
-  if (n >= limits_.comms) {
-    return Status::Exhausted("uid " + std::to_string(uid) + " already holds or is joining " + std::to_string(n) +
+  int held = 0;
+  if (!TryIncrement(uid, &Usage::comms, limits_.comms, &held)) {
+    return Status::Exhausted("uid " + std::to_string(uid) + " already holds or is joining " + std::to_string(held) +
                              " communicators on this daemon, its limit (batond --max-user-comms); destroy "
                              "communicators it no longer uses");
   }
-  ++n;
   return Status::Ok();
 }
 
 void AccessPolicy::ReleaseComm(uid_t uid) {
   std::lock_guard<std::mutex> lock(mu_);
+  Decrement(uid, &Usage::comms);
+}
+
+bool AccessPolicy::TryIncrement(uid_t uid, int Usage::*counter, int limit, int* held) {
+  int& n = usage_[uid].*counter;
+  *held = n;
+  if (n >= limit) return false;
+  ++n;
+  return true;
+}
+
+void AccessPolicy::Decrement(uid_t uid, int Usage::*counter) {
   auto it = usage_.find(uid);
   if (it == usage_.end()) return;
-  if (it->second.comms > 0) --it->second.comms;
+  if (it->second.*counter > 0) --(it->second.*counter);
   ForgetIfIdle(uid);
 }
 
@@ -125,16 +134,6 @@ void AccessPolicy::ForgetIfIdle(uid_t uid) {
 
 namespace {
 
-// Splits "a,b,,c" into non-empty items.
-std::vector<std::string> Items(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 bool AsNumber(const std::string& s, unsigned* out) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && ptr == s.data() + s.size();
@@ -144,7 +143,7 @@ bool AsNumber(const std::string& s, unsigned* out) {
 
 Status ParseUserList(const std::string& text, std::vector<uid_t>* out) {
   out->clear();
-  for (const std::string& item : Items(text)) {
+  for (const std::string& item : SplitList(text)) {
     unsigned n = 0;
     if (AsNumber(item, &n)) {
       out->push_back(n);
@@ -159,7 +158,7 @@ Status ParseUserList(const std::string& text, std::vector<uid_t>* out) {
 
 Status ParseGroupList(const std::string& text, std::vector<gid_t>* out) {
   out->clear();
-  for (const std::string& item : Items(text)) {
+  for (const std::string& item : SplitList(text)) {
     unsigned n = 0;
     if (AsNumber(item, &n)) {
       out->push_back(n);

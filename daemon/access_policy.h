@@ -71,7 +71,11 @@ class AccessPolicy {
     int clients = 0;
     int comms = 0;
   };
-  void ForgetIfIdle(uid_t uid);  // mu_ held
+  // mu_ held for these three. TryIncrement: one more of `counter` unless it
+  // is at `limit` (`held` gets the count before).
+  bool TryIncrement(uid_t uid, int Usage::*counter, int limit, int* held);
+  void Decrement(uid_t uid, int Usage::*counter);
+  void ForgetIfIdle(uid_t uid);
 
   const UserLimits limits_;
   std::mutex mu_;
