@@ -18,6 +18,15 @@ void CheckHostTensor(const at::Tensor& t, const char* op) {
   TORCH_CHECK(t.layout() == at::kStrided, "baton ", op, ": sparse tensors are not supported");
 }
 
+// The input and output tensors of a flat-buffer call: both on the host, of
+// one type.
+void CheckInputOutputPair(const at::Tensor& input, const at::Tensor& output, const char* op) {
+  CheckHostTensor(input, op);
+  CheckHostTensor(output, op);
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "baton ", op, ": output type ",
+              c10::toString(output.scalar_type()), " differs from input type ", c10::toString(input.scalar_type()));
+}
+
 // The one tensor of a single-tensor call, checked.
 at::Tensor& Single(std::vector<at::Tensor>& tensors, const char* op) {
   TORCH_CHECK(tensors.size() == 1, "baton ", op, ": expects exactly one tensor per call, got ", tensors.size());
@@ -223,10 +232,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBaton::allgather(std::vector<std::vec
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBaton::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                   const c10d::AllgatherOptions&) {
-  CheckHostTensor(input, "_allgather_base");
-  CheckHostTensor(output, "_allgather_base");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "baton _allgather_base: output type ",
-              c10::toString(output.scalar_type()), " differs from input type ", c10::toString(input.scalar_type()));
+  CheckInputOutputPair(input, output, "_allgather_base");
   TORCH_CHECK(output.numel() == input.numel() * size_, "baton _allgather_base: output must have ",
               input.numel() * size_, " elements (input x world size), got ", output.numel());
   const baton_datatype_t type = DataTypeOf(input.scalar_type(), "_allgather_base");
@@ -317,10 +323,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBaton::reduce_scatter(std::vector<at:
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBaton::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                        const c10d::ReduceScatterOptions& opts) {
-  CheckHostTensor(input, "_reduce_scatter_base");
-  CheckHostTensor(output, "_reduce_scatter_base");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "baton _reduce_scatter_base: output type ",
-              c10::toString(output.scalar_type()), " differs from input type ", c10::toString(input.scalar_type()));
+  CheckInputOutputPair(input, output, "_reduce_scatter_base");
   TORCH_CHECK(input.numel() == output.numel() * size_, "baton _reduce_scatter_base: input must have ",
               output.numel() * size_, " elements (output x world size), got ", input.numel());
   const baton_datatype_t type = DataTypeOf(output.scalar_type(), "_reduce_scatter_base");
@@ -368,10 +371,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBaton::alltoall_base(at::Tensor& outp
                                                                 std::vector<int64_t>& output_splits,
                                                                 std::vector<int64_t>& input_splits,
                                                                 const c10d::AllToAllOptions&) {
-  CheckHostTensor(input, "alltoall_base");
-  CheckHostTensor(output, "alltoall_base");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "baton alltoall_base: output type ",
-              c10::toString(output.scalar_type()), " differs from input type ", c10::toString(input.scalar_type()));
+  CheckInputOutputPair(input, output, "alltoall_base");
   const baton_datatype_t type = DataTypeOf(input.scalar_type(), "alltoall_base");
   at::Tensor send = input.contiguous();
   at::Tensor recv = output.contiguous();
