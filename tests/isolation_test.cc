@@ -163,15 +163,8 @@ TEST_F(IsolationTest, RootMayJoinAnyJob) {
   auto cluster = Start();
   const std::string job = UniqueJob("root");
   Child alice = AliceHolds(*cluster, job);
-  baton_config_t c = BATON_CONFIG_INITIALIZER;
-  const std::string socket = cluster->socket(0);
-  const std::string rendezvous = cluster->rendezvous();
-  c.job_id = job.c_str();
-  c.name = "root";
-  c.daemon_socket = socket.c_str();
-  c.rendezvous = rendezvous.c_str();
   baton_comm_t comm = nullptr;
-  EXPECT_EQ(baton_comm_init_config(&comm, 1, 0, &c), baton_success) << baton_get_last_error(nullptr);
+  EXPECT_EQ(InitRank(*cluster, 0, job, 1, 0, &comm, 60, "root"), baton_success) << baton_get_last_error(nullptr);
   if (comm) baton_comm_destroy(comm);
   Finish(alice, /*kill_first=*/true);
 }
@@ -244,19 +237,6 @@ TEST_F(IsolationTest, PerUserLimitsOnClientsAndCommunicators) {
   }
 }
 
-baton_result_t InitWithSecret(const LocalCluster& cluster, int node, const std::string& job, int rank,
-                              const char* secret, baton_comm_t* comm) {
-  baton_config_t c = BATON_CONFIG_INITIALIZER;
-  const std::string socket = cluster.socket(node);
-  const std::string rendezvous = cluster.rendezvous();
-  c.job_id = job.c_str();
-  c.daemon_socket = socket.c_str();
-  c.rendezvous = rendezvous.c_str();
-  c.secret = secret;
-  c.timeout_seconds = 30;
-  return baton_comm_init_config(comm, 2, rank, &c);
-}
-
 TEST(JobSecret, AJoinWithAWrongSecretIsRefusedAndTheJobGoesOn) {
   // Rank 0 joins with the job's secret; an impostor claims rank 1 from the
   // other node with another secret; then the real rank 1 joins.
@@ -266,20 +246,20 @@ TEST(JobSecret, AJoinWithAWrongSecretIsRefusedAndTheJobGoesOn) {
   Outcome rank0;
   std::thread first([&] {
     baton_comm_t comm = nullptr;
-    ASSERT_EQ(InitWithSecret(*cluster, 0, job, 0, "the-right-secret", &comm), baton_success)
+    ASSERT_EQ(InitRank(*cluster, 0, job, 2, 0, &comm, 30, nullptr, "the-right-secret"), baton_success)
         << baton_get_last_error(nullptr);
     rank0 = TimedAllReduce(comm);
     baton_comm_destroy(comm);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // rank 0 is waiting in rendezvous
   baton_comm_t impostor = nullptr;
-  EXPECT_EQ(InitWithSecret(*cluster, 1, job, 1, "a-guess", &impostor), baton_permission_denied);
+  EXPECT_EQ(InitRank(*cluster, 1, job, 2, 1, &impostor, 30, nullptr, "a-guess"), baton_permission_denied);
   const std::string refused = baton_get_last_error(nullptr);
   EXPECT_NE(refused.find("rank 1 presented a different job secret"), std::string::npos) << refused;
   EXPECT_EQ(impostor, nullptr);
   // The job is unaffected: the real rank 1 joins and the collective runs.
   baton_comm_t comm = nullptr;
-  ASSERT_EQ(InitWithSecret(*cluster, 1, job, 1, "the-right-secret", &comm), baton_success)
+  ASSERT_EQ(InitRank(*cluster, 1, job, 2, 1, &comm, 30, nullptr, "the-right-secret"), baton_success)
       << baton_get_last_error(nullptr);
   Outcome rank1 = TimedAllReduce(comm);
   baton_comm_destroy(comm);
@@ -294,16 +274,9 @@ TEST(Limits, CommunicatorsPerClientAreLimitedWithAClearError) {
   const std::string job = UniqueJob("comms");
   std::vector<baton_comm_t> comms;
   for (int i = 0; i < 3; ++i) {
-    baton_config_t c = BATON_CONFIG_INITIALIZER;
-    const std::string socket = cluster->socket(0);
-    const std::string rendezvous = cluster->rendezvous();
     const std::string name = "c" + std::to_string(i);
-    c.job_id = job.c_str();
-    c.name = name.c_str();
-    c.daemon_socket = socket.c_str();
-    c.rendezvous = rendezvous.c_str();
     baton_comm_t comm = nullptr;
-    const baton_result_t r = baton_comm_init_config(&comm, 1, 0, &c);
+    const baton_result_t r = InitRank(*cluster, 0, job, 1, 0, &comm, 60, name.c_str());
     if (i < 2) {
       EXPECT_EQ(r, baton_success) << baton_get_last_error(nullptr);
       comms.push_back(comm);
@@ -316,15 +289,8 @@ TEST(Limits, CommunicatorsPerClientAreLimitedWithAClearError) {
   // Destroying one makes room again.
   baton_comm_destroy(comms.back());
   comms.pop_back();
-  baton_config_t c = BATON_CONFIG_INITIALIZER;
-  const std::string socket = cluster->socket(0);
-  const std::string rendezvous = cluster->rendezvous();
-  c.job_id = job.c_str();
-  c.name = "again";
-  c.daemon_socket = socket.c_str();
-  c.rendezvous = rendezvous.c_str();
   baton_comm_t comm = nullptr;
-  EXPECT_EQ(baton_comm_init_config(&comm, 1, 0, &c), baton_success) << baton_get_last_error(nullptr);
+  EXPECT_EQ(InitRank(*cluster, 0, job, 1, 0, &comm, 60, "again"), baton_success) << baton_get_last_error(nullptr);
   if (comm) comms.push_back(comm);
   for (baton_comm_t x : comms) baton_comm_destroy(x);
 }

@@ -15,9 +15,11 @@ std::unique_ptr<LocalCluster> StartCluster(int nodes, std::vector<std::string> e
 }
 
 baton_result_t InitRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank,
-                        baton_comm_t* comm, double timeout_seconds) {
+                        baton_comm_t* comm, double timeout_seconds, const char* name, const char* secret) {
   baton_config_t cfg = BATON_CONFIG_INITIALIZER;
   cfg.job_id = job.c_str();
+  cfg.name = name;
+  cfg.secret = secret;
   cfg.daemon_socket = cluster.socket(node).c_str();
   cfg.rendezvous = cluster.rendezvous().c_str();
   cfg.timeout_seconds = timeout_seconds;

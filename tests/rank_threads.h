@@ -25,9 +25,11 @@ std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_o
                      const std::function<void(int rank, baton_comm_t comm)>& body, double timeout_seconds = 60,
                      bool destroy = true);
 
-// Creates rank `rank` of `world` in `job` through the daemon of `node`.
+// Creates rank `rank` of `world` in `job` through the daemon of `node`
+// (communicator `name`, job `secret`: null takes the defaults).
 baton_result_t InitRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank,
-                        baton_comm_t* comm, double timeout_seconds = 60);
+                        baton_comm_t* comm, double timeout_seconds = 60, const char* name = nullptr,
+                        const char* secret = nullptr);
 
 // What a rank saw from one call: result, message, and how long it took.
 struct Outcome {
