@@ -220,9 +220,19 @@ TEST(P2pBuffer, SenderFarAheadOfItsReceiverFailsTheCommunicatorNamingIt) {
   ASSERT_EQ(RunRanks(*cluster, {0, 1}, UniqueJob("p2pcap"), [&](int rank, baton_comm_t comm) {
               std::vector<char> big(128 << 10, 7);
               if (rank == 0) {
-                ASSERT_EQ(baton_send(big.data(), big.size(), baton_uint8, 1, comm, nullptr), baton_success)
-                    << baton_get_last_error(comm);
-                // Node 1 drops the link: the next sends fail (bounded wait).
+                // Rank 1 waits for this flag on every path out of this block,
+                // including a failed assertion.
+                struct ReleaseReceiver {
+                  std::atomic<bool>& flag;
+                  ~ReleaseReceiver() { flag = true; }
+                } release{link_failed};
+                // Node 1 drops the link as soon as it sees the message's header,
+                // so this send may itself fail if the drop overtakes the last
+                // bytes; otherwise one of the next sends fails (bounded wait).
+                if (baton_send(big.data(), big.size(), baton_uint8, 1, comm, nullptr) != baton_success) {
+                  sender_error = baton_get_last_error(comm);
+                  return;
+                }
                 for (int i = 0; i < 500; ++i) {
                   char one = 1;
                   if (baton_send(&one, 1, baton_uint8, 1, comm, nullptr) != baton_success) {
@@ -231,7 +241,6 @@ TEST(P2pBuffer, SenderFarAheadOfItsReceiverFailsTheCommunicatorNamingIt) {
                   }
                   std::this_thread::sleep_for(std::chrono::milliseconds(10));
                 }
-                link_failed = true;
               } else {
                 while (!link_failed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
                 receiver_code = baton_recv(big.data(), big.size(), baton_uint8, 0, comm, nullptr);
@@ -239,7 +248,8 @@ TEST(P2pBuffer, SenderFarAheadOfItsReceiverFailsTheCommunicatorNamingIt) {
               }
             }),
             "");
-  EXPECT_FALSE(sender_error.empty()) << "rank 0's sends kept succeeding after node 1 failed the link";
+  EXPECT_NE(sender_error.find("node n1"), std::string::npos)
+      << "rank 0's sends kept succeeding after node 1 failed the link, or the error does not name it: " << sender_error;
   EXPECT_EQ(receiver_code, baton_resource_exhausted) << receiver_error;
   EXPECT_NE(receiver_error.find("rank 0 on node n0 sent rank 1 a 131072-byte message"), std::string::npos)
       << receiver_error;
