@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark: Baton, Gloo and Open MPI, one after another, in one run.
+
+Every system runs the same sweep (bench/compare/sweep.cc: AllReduce,
+AllGather, ReduceScatter and Broadcast of float32 with sum, every result
+checked element by element) with the same process counts. Configurations:
+
+  1x2, 1x4   one node, 2 or 4 ranks: Baton (one daemon), Open MPI shared
+             memory (btl self,vader), Open MPI TCP only, Gloo (TCP)
+  2x1, 2x2   two simulated nodes of 1 or 2 ranks: Baton (two daemons on
+             loopback), Open MPI TCP only, Gloo (TCP)
+
+The configurations are repeated --reps times, the systems interleaved within
+each repetition, and every figure is the median over repetitions. Prints one
+table per configuration with each system's time and busbw and Baton's ratio
+to each (ratio = other's time / Baton's time: above 1, Baton is faster);
+writes all medians as JSON and a plot of busbw against size as SVG; measures
+the machine's limits (memory copy, TCP loopback via iperf3) in the same run.
+
+Usage (scripts/compare.sh installs Gloo and Open MPI and builds first):
+  bench/compare/compare.py --build build --out bench-results [--reps 3]
+      [--configs 1x2,1x4,2x1,2x2] [-e 256M] [--ops allreduce,...]
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+SYSTEMS_ONE_NODE = ["baton", "openmpi-sm", "openmpi-tcp", "gloo"]
+SYSTEMS_MULTI_NODE = ["baton", "openmpi-tcp", "gloo"]
+COLORS = {"baton": "#d62728", "openmpi-sm": "#1f77b4", "openmpi-tcp": "#2ca02c", "gloo": "#9467bd"}
+
+
+def run(cmd, env=None, timeout=1800):
+    """Runs cmd; returns its stdout, or exits with its output on failure."""
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout)
+        sys.exit(f"compare.py: {' '.join(cmd[:6])} ... failed with exit status {proc.returncode}")
+    return proc.stdout
+
+
+def run_system(system, nodes, per_node, bin_dir, sweep_args, json_path):
+    ranks = nodes * per_node
+    label = f"{nodes}x{per_node}"
+    args = sweep_args + ["--label", label, "--json", json_path]
+    env = dict(os.environ)
+    if system == "baton":
+        run([f"{bin_dir}/baton-run", "--nodes", str(nodes), "--ranks-per-node", str(per_node), "--",
+             f"{bin_dir}/compare-baton"] + args)
+    elif system.startswith("openmpi"):
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", COMPARE_MPI_NAME=system)
+        btl = "self,vader" if system == "openmpi-sm" else "self,tcp"
+        run(["mpirun", "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1", "--mca", "btl", btl,
+             "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
+             "-x", "COMPARE_MPI_NAME", f"{bin_dir}/compare-mpi"] + args, env=env)
+    elif system == "gloo":
+        store = tempfile.mkdtemp(prefix="compare-gloo-")
+        try:
+            procs = []
+            for r in range(ranks):
+                e = dict(env, COMPARE_RANK=str(r), COMPARE_SIZE=str(ranks), COMPARE_STORE=store)
+                procs.append(subprocess.Popen([f"{bin_dir}/compare-gloo"] + args, env=e,
+                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            outs = [p.communicate(timeout=1800)[0] for p in procs]
+            for r, p in enumerate(procs):
+                if p.returncode != 0:
+                    sys.stderr.write(outs[r])
+                    sys.exit(f"compare.py: gloo rank {r} failed with exit status {p.returncode}")
+        finally:
+            shutil.rmtree(store, ignore_errors=True)
+
+
+def measure_limits(bin_dir):
+    membw = json.loads(run([f"{bin_dir}/baton-membw", "--json"]))["copy_gbps"]
+    tcp = None
+    if shutil.which("iperf3"):
+        port = str(20000 + os.getpid() % 20000)
+        server = subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", port],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            import time
+            time.sleep(0.5)
+            out = run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "5", "-J"])
+            tcp = json.loads(out)["end"]["sum_received"]["bits_per_second"] / 8e9
+        finally:
+            server.wait(timeout=30)
+    return {"memcpy_gbps": membw, "tcp_loopback_gbps": tcp}
+
+
+def human(n):
+    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div}{unit}"
+    return str(n)
+
+
+def print_tables(medians, configs, ops):
+    for config in configs:
+        systems = [s for s in (SYSTEMS_ONE_NODE if config.startswith("1x") else SYSTEMS_MULTI_NODE)]
+        others = [s for s in systems if s != "baton"]
+        print(f"\n## {config} (nodes x ranks per node): time (us), busbw (GB/s), ratio = other's time / Baton's")
+        head = f"{'op':<14}{'size':>6}"
+        for s in systems:
+            head += f" {s + ' us':>16} {'GB/s':>7}"
+        for s in others:
+            head += f" {'x ' + s:>14}"
+        print(head)
+        for op in ops:
+            sizes = sorted({k[3] for k in medians if k[1] == config and k[2] == op})
+            for size in sizes:
+                line = f"{op:<14}{human(size):>6}"
+                for s in systems:
+                    m = medians.get((s, config, op, size))
+                    line += f" {m['time_us']:>16.1f} {m['busbw']:>7.3f}" if m else f" {'-':>16} {'-':>7}"
+                base = medians.get(("baton", config, op, size))
+                for s in others:
+                    m = medians.get((s, config, op, size))
+                    line += f" {m['time_us'] / base['time_us']:>14.2f}" if m and base else f" {'-':>14}"
+                print(line)
+
+
+def svg_plot(medians, configs, ops, path):
+    """busbw against size: one panel per (op, configuration), one line per system."""
+    pw, ph, ml, mb, mt = 300, 200, 50, 34, 24
+    width, height = pw * len(configs) + 20, ph * len(ops) + 50
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="10">', f'<rect width="100%" height="100%" fill="white"/>']
+    for col, config in enumerate(configs):
+        for row, op in enumerate(ops):
+            x0, y0 = col * pw + ml, row * ph + mt
+            w, h = pw - ml - 10, ph - mt - mb
+            points = {k: v for k, v in medians.items() if k[1] == config and k[2] == op}
+            if not points:
+                continue
+            sizes = sorted({k[3] for k in points})
+            ymax = max(v["busbw"] for v in points.values()) * 1.1 or 1
+            lo, hi = math.log2(sizes[0]), math.log2(sizes[-1]) if len(sizes) > 1 else math.log2(sizes[0]) + 1
+
+            def px(size):
+                return x0 + (math.log2(size) - lo) / ((hi - lo) or 1) * w
+
+            def py(bw):
+                return y0 + h - bw / ymax * h
+
+            out.append(f'<rect x="{x0}" y="{y0}" width="{w}" height="{h}" fill="none" stroke="#999"/>')
+            out.append(f'<text x="{x0 + w / 2}" y="{y0 - 6}" text-anchor="middle" font-weight="bold">'
+                       f'{op} {config}</text>')
+            for frac in (0, 0.5, 1):
+                bw = ymax * frac
+                out.append(f'<text x="{x0 - 4}" y="{py(bw) + 3}" text-anchor="end">{bw:.2f}</text>')
+            for size in sizes[:: max(1, len(sizes) // 4)]:
+                out.append(f'<text x="{px(size)}" y="{y0 + h + 12}" text-anchor="middle">{human(size)}</text>')
+            out.append(f'<text x="{x0 - 38}" y="{y0 + h / 2}" transform="rotate(-90 {x0 - 38} {y0 + h / 2})" '
+                       f'text-anchor="middle">busbw GB/s</text>')
+            for system in COLORS:
+                line = [(px(k[3]), py(v["busbw"])) for k, v in sorted(points.items(), key=lambda kv: kv[0][3])
+                        if k[0] == system]
+                if line:
+                    pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in line)
+                    out.append(f'<polyline points="{pts}" fill="none" stroke="{COLORS[system]}" stroke-width="1.5"/>')
+    for i, (system, color) in enumerate(COLORS.items()):
+        x = 20 + i * 130
+        out.append(f'<rect x="{x}" y="{height - 18}" width="12" height="8" fill="{color}"/>')
+        out.append(f'<text x="{x + 16}" y="{height - 10}">{system}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default="build", help="build directory (binaries in BUILD/bin)")
+    p.add_argument("--out", default="bench-results", help="directory for results.json, raw.jsonl and busbw.svg")
+    p.add_argument("--reps", type=int, default=3, help="repetitions; figures are medians over them")
+    p.add_argument("--configs", default="1x2,1x4,2x1,2x2", help="NODESxRANKS_PER_NODE list")
+    p.add_argument("--systems", default="baton,openmpi-sm,openmpi-tcp,gloo")
+    p.add_argument("--ops", default="allreduce,allgather,reducescatter,broadcast")
+    p.add_argument("-b", default="8", help="smallest size")
+    p.add_argument("-e", default="256M", help="largest size")
+    p.add_argument("-f", default="4", help="size factor between rows")
+    p.add_argument("-n", default="50", help="timed runs for small sizes")
+    args = p.parse_args()
+
+    bin_dir = os.path.abspath(os.path.join(args.build, "bin"))
+    os.makedirs(args.out, exist_ok=True)
+    raw = os.path.join(args.out, "raw.jsonl")
+    if os.path.exists(raw):
+        os.remove(raw)
+    configs = args.configs.split(",")
+    ops = args.ops.split(",")
+    wanted = set(args.systems.split(","))
+    sweep = ["--ops", args.ops, "-b", args.b, "-e", args.e, "-f", args.f, "-n", args.n]
+
+    limits = measure_limits(bin_dir)
+    print(f"# limits: memcpy {limits['memcpy_gbps']:.2f} GB/s, TCP loopback (iperf3, 1 stream) "
+          f"{limits['tcp_loopback_gbps'] or float('nan'):.2f} GB/s", flush=True)
+    for rep in range(args.reps):
+        for config in configs:
+            nodes, per_node = (int(x) for x in config.split("x"))
+            for system in (SYSTEMS_ONE_NODE if nodes == 1 else SYSTEMS_MULTI_NODE):
+                if system in wanted:
+                    print(f"# rep {rep + 1}/{args.reps}: {system} {config}", flush=True)
+                    run_system(system, nodes, per_node, bin_dir, sweep, raw)
+
+    rows = [json.loads(line) for line in open(raw)]
+    wrong = sum(r["wrong"] for r in rows)
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["system"], r["config"], r["op"], r["bytes"]), []).append(r)
+    medians = {}
+    for key, rs in groups.items():
+        t = statistics.median(r["time_us"] for r in rs)
+        medians[key] = {"time_us": t, "busbw": statistics.median(r["busbw"] for r in rs),
+                        "algbw": statistics.median(r["algbw"] for r in rs), "reps": len(rs)}
+    print_tables(medians, configs, ops)
+    result = {"limits": limits, "reps": args.reps, "sweep": sweep, "wrong_elements": wrong,
+              "medians": [dict(system=k[0], config=k[1], op=k[2], bytes=k[3], **v) for k, v in sorted(medians.items())]}
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    svg_plot(medians, configs, ops, os.path.join(args.out, "busbw.svg"))
+    print(f"\n# wrote {args.out}/results.json, {args.out}/raw.jsonl, {args.out}/busbw.svg; "
+          f"wrong elements over all runs: {wrong}")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
