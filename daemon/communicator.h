@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -59,6 +60,9 @@ struct DaemonServices {
   std::vector<int> worker_cpus;  // CPUs of the data NIC's NUMA node (empty: no placement)
   std::string trace_dir;         // where failed communicators dump their trace ("" = nowhere)
   uint64_t max_p2p_buffer = 1ull << 30;  // unexpected point-to-point bytes buffered per communicator
+  // How long the worker polls for the next submission before it sleeps on
+  // its condition variable (see Communicator::SpinUntilChangedLocked).
+  std::chrono::microseconds progress_spin{100};
 };
 
 // A snapshot for the Admin service.
@@ -138,6 +142,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status DiagnoseNetworkTimeout(uint64_t seq, const OpSignature& sig, const Status& st) const;
   void FailAllLocked(const Status& st);
   bool AllDetachedLocked() const;
+  // Wakes the worker: counts a change of what it waits for, then notifies.
+  void NotifyLocked();
+  // Releases `lock` and polls for up to services_.progress_spin until a
+  // change is notified; relocks. True if something changed.
+  bool SpinUntilChangedLocked(std::unique_lock<std::mutex>& lock);
   bool AbortLocked(const Status& reason);
   FlightRecord StartRecordLocked(uint64_t seq, const PendingOp& p) const;
   // Writes the flight recorder to services_.trace_dir (after a failure).
@@ -155,6 +164,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::atomic<uint64_t> changes_{0};  // bumped by NotifyLocked; what the spinning worker watches
   std::map<int, ReadyFn> attached_;
   std::vector<bool> detached_;                 // per local index
   std::vector<uint64_t> next_seq_;             // per local index: expected collective seq

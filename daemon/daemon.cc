@@ -158,7 +158,7 @@ Status Daemon::Start() {
   }
   env_.options = &options_;
   env_.services = {&broker_, &registry_, &metrics_, options_.straggler_warning, options_.flight_records,
-                   {}, options_.trace_dir, options_.max_p2p_buffer};
+                   {}, options_.trace_dir, options_.max_p2p_buffer, options_.progress_spin};
   PlaceOnDataNic();
   env_.node_id = options_.node_name + "/" + RandomHex();
   env_.rendezvous = options_.rendezvous;

@@ -56,6 +56,9 @@ options:
   --peer-timeout SECONDS a peer daemon silent this long is declared dead and
                          its communicators aborted (default 10)
   --flight-records N     operations each communicator's flight recorder keeps (default 1000)
+  --progress-spin-us N   a communicator's worker polls this long for the next
+                         submission before it sleeps (default 100; 0: never spin).
+                         Spinning only follows activity: an idle daemon sleeps
   --trace-dir DIR        when a communicator fails, write its flight recorder there
                          (Chrome trace JSON; default: not written)
   --socket-ifname SPEC   interfaces to advertise on when --listen is a wildcard, in
@@ -121,7 +124,7 @@ const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "ren
                                    "max-client-memory", "max-user-memory", "max-client-comms", "max-user-comms", "max-user-clients", "max-p2p-buffer",
                                    "allow-users", "allow-groups", "tls-cert", "tls-key", "tls-ca", "admin-cns",
                                    "socket-mode", "timeout", "straggler-warning", "heartbeat",
-                                   "peer-timeout", "flight-records", "trace-dir", "socket-ifname",
+                                   "peer-timeout", "flight-records", "progress-spin-us", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
                                    "ib-hca"};
 
@@ -263,6 +266,14 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
         return Status::InvalidArgument("--flight-records '" + v + "' is not a count up to 1000000");
       }
       o.flight_records = n;
+    } else if (arg == "--progress-spin-us") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      uint64_t n = 0;
+      if (!ParseSize(v, &n) || n > 1000000) {
+        return Status::InvalidArgument("--progress-spin-us '" + v + "' is not a count of microseconds up to 1000000");
+      }
+      o.progress_spin = std::chrono::microseconds(n);
     } else if (arg == "--ready-file") {
       BATON_RETURN_IF_ERROR(next(&o.ready_file));
     } else if (arg == "--node-name") {
@@ -364,6 +375,7 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"heartbeat", secs(o.heartbeat_interval)},
       {"peer-timeout", secs(o.peer_timeout)},
       {"flight-records", std::to_string(o.flight_records)},
+      {"progress-spin-us", std::to_string(o.progress_spin.count())},
       {"trace-dir", o.trace_dir},
       {"socket-ifname", o.socket_ifname},
       {"ib-hca", o.ib_hca},

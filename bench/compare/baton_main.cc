@@ -3,10 +3,14 @@
 //   baton-run --nodes 2 --ranks-per-node 2 -- compare-baton --label 2x2
 // Buffers come from baton_mem_alloc, the zero-copy path (like NCCL's
 // registered buffers); --user-buffers uses plain heap memory instead, which
-// the client library stages through shared memory.
+// the client library stages through shared memory. --idle SECONDS instead
+// creates the communicator, runs one AllReduce and then sleeps: a daemon
+// with connected, idle clients, whose CPU use compare.py measures.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "baton/baton.h"
@@ -69,9 +73,11 @@ class BatonSystem : public baton::compare::System {
 int main(int argc, char** argv) {
   // --user-buffers is this system's own option; the rest are the sweep's.
   bool user_buffers = false;
+  double idle_seconds = 0;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--user-buffers") == 0) user_buffers = true;
+    else if (std::strcmp(argv[i], "--idle") == 0 && i + 1 < argc) idle_seconds = std::atof(argv[++i]);
     else args.push_back(argv[i]);
   }
   baton::compare::SweepOptions options;
@@ -82,7 +88,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   int rc = 0;
-  {
+  if (idle_seconds > 0) {
+    float x = 1;
+    rc = baton_allreduce(&x, &x, 1, baton_float32, baton_sum, comm, nullptr) == baton_success ? 0 : 1;
+    std::this_thread::sleep_for(std::chrono::duration<double>(idle_seconds));
+  } else {
     BatonSystem system(comm, user_buffers);
     rc = baton::compare::RunSweep(system, options);
   }

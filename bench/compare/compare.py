@@ -95,6 +95,37 @@ def measure_limits(bin_dir):
     return {"memcpy_gbps": membw, "tcp_loopback_gbps": tcp}
 
 
+def idle_daemon_cpu(bin_dir, seconds=10.0):
+    """Percent of one core an idle daemon with 4 connected clients uses.
+
+    baton-run starts one batond and 4 ranks of compare-baton --idle, which
+    create a communicator, run one AllReduce and sleep; the daemon's CPU time
+    (/proc/PID/stat utime + stime) is read over `seconds` in the middle."""
+    import time
+    launcher = subprocess.Popen([f"{bin_dir}/baton-run", "--nodes", "1", "--ranks-per-node", "4", "--",
+                                 f"{bin_dir}/compare-baton", "--idle", str(seconds + 6)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(3)
+        pids = subprocess.run(["pgrep", "-P", str(launcher.pid), "batond"], stdout=subprocess.PIPE,
+                              text=True).stdout.split()
+        if not pids:
+            return None
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def cpu_seconds():
+            with open(f"/proc/{pids[0]}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / tick
+
+        start, t0 = cpu_seconds(), time.monotonic()
+        time.sleep(seconds)
+        used, elapsed = cpu_seconds() - start, time.monotonic() - t0
+        return 100.0 * used / elapsed
+    finally:
+        launcher.wait(timeout=120)
+
+
 def human(n):
     for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if n >= div and n % div == 0:
@@ -202,6 +233,9 @@ def main():
     limits = measure_limits(bin_dir)
     print(f"# limits: memcpy {limits['memcpy_gbps']:.2f} GB/s, TCP loopback (iperf3, 1 stream) "
           f"{limits['tcp_loopback_gbps'] or float('nan'):.2f} GB/s", flush=True)
+    idle = idle_daemon_cpu(bin_dir) if "baton" in wanted else None
+    if idle is not None:
+        print(f"# idle daemon with 4 connected clients: {idle:.2f}% of one core", flush=True)
     for rep in range(args.reps):
         for config in configs:
             nodes, per_node = (int(x) for x in config.split("x"))
@@ -221,7 +255,7 @@ def main():
         medians[key] = {"time_us": t, "busbw": statistics.median(r["busbw"] for r in rs),
                         "algbw": statistics.median(r["algbw"] for r in rs), "reps": len(rs)}
     print_tables(medians, configs, ops)
-    result = {"limits": limits, "reps": args.reps, "sweep": sweep, "wrong_elements": wrong,
+    result = {"limits": limits, "idle_daemon_cpu_percent": idle, "reps": args.reps, "sweep": sweep, "wrong_elements": wrong,
               "medians": [dict(system=k[0], config=k[1], op=k[2], bytes=k[3], **v) for k, v in sorted(medians.items())]}
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(result, f, indent=1)

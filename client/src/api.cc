@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -93,7 +94,10 @@ baton_result_t WaitRequest(baton_request* req, int timeout_ms) {
     if (now >= deadline) {
       return Fail(Code::kInProgress, "operation still in progress after " + std::to_string(timeout_ms) + " ms");
     }
-    if (now - start < kSpin) continue;
+    if (now - start < kSpin) {
+      std::this_thread::yield();  // the daemon (or another rank) may need this core
+      continue;
+    }
     // Sleep in slices so that a daemon that died is noticed: its
     // completions would never come.
     constexpr int64_t kSliceNs = 200'000'000;
