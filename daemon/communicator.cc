@@ -676,7 +676,7 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
       // the network wait gets a grace period so that its diagnosis wins.
       const auto grace = std::max<std::chrono::milliseconds>(std::chrono::seconds(1), spec_.timeout / 10);
       ExecutionContext ctx{&buffers, &scratch_, mesh_.get(), MessageStamp{spec_.uid, seq, sig},
-                           std::chrono::steady_clock::now() + spec_.timeout + grace};
+                           std::chrono::steady_clock::now() + spec_.timeout + grace, services_.pool};
       st = ExecuteSchedule(schedule, ctx);
       if (st.ok() && services_.metrics != nullptr) CountTraffic(schedule);
       if (st.code() == Code::kTimeout) st = DiagnoseNetworkTimeout(seq, sig, st);

@@ -9,8 +9,8 @@
 // other ranks.
 #pragma once
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -25,6 +25,7 @@
 #include "collectives/schedule.h"
 #include "daemon/flight_recorder.h"
 #include "daemon/local_op.h"
+#include "common/worker_pool.h"
 #include "transports/mesh.h"
 
 namespace baton {
@@ -63,6 +64,7 @@ struct DaemonServices {
   // How long the worker polls for the next submission before it sleeps on
   // its condition variable (see Communicator::SpinUntilChangedLocked).
   std::chrono::microseconds progress_spin{100};
+  WorkerPool* pool = nullptr;  // shares large local copies and reductions (common/worker_pool.h)
 };
 
 // A snapshot for the Admin service.

@@ -1,7 +1,9 @@
 #include "daemon/daemon.h"
 
+#include <sched.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -16,6 +18,16 @@
 namespace baton {
 
 namespace {
+
+// --reduce-threads 0: one thread per CPU this process may run on, at most 8
+// (memory bandwidth, not arithmetic, limits these steps beyond that).
+int ReduceThreads(int configured) {
+  if (configured > 0) return configured;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::clamp(CPU_COUNT(&set), 1, 8);
+}
 std::string RandomHex() {
   std::random_device rd;
   char buf[17];
@@ -159,6 +171,8 @@ Status Daemon::Start() {
   env_.options = &options_;
   env_.services = {&broker_, &registry_, &metrics_, options_.straggler_warning, options_.flight_records,
                    {}, options_.trace_dir, options_.max_p2p_buffer, options_.progress_spin};
+  pool_ = std::make_unique<WorkerPool>(ReduceThreads(options_.reduce_threads));
+  env_.services.pool = pool_.get();
   PlaceOnDataNic();
   env_.node_id = options_.node_name + "/" + RandomHex();
   env_.rendezvous = options_.rendezvous;

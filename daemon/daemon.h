@@ -15,6 +15,7 @@
 #include "daemon/comm_registry.h"
 #include "daemon/options.h"
 #include "daemon/session.h"
+#include "common/worker_pool.h"
 #include "transports/tcp/connection_broker.h"
 #include "transports/tcp/tcp_listener.h"
 
@@ -47,6 +48,7 @@ class Daemon {
   tcp::TcpListener listener_;
   CommRegistry registry_;
   Metrics metrics_;
+  std::unique_ptr<WorkerPool> pool_;  // helpers for large local steps, shared by all communicators
   topo::Topology topology_;
   RendezvousService rendezvous_;
   std::unique_ptr<PeerService> peer_service_;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 
+#include "collectives/local_steps.h"
 #include "collectives/reduce.h"
 
 namespace baton {
@@ -58,25 +59,24 @@ Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
   std::map<int, uint32_t> sent;      // messages sent to each peer so far
   std::map<int, uint32_t> received;  // messages received from each peer so far
   std::vector<NetOp> net;
+  std::vector<LocalStep> local;
   for (const Phase& phase : schedule.phases) {
     net.clear();
+    local.clear();
     for (const Step& s : phase.steps) {
       uint8_t* src = nullptr;
       uint8_t* dst = nullptr;
       switch (s.kind) {
         case StepKind::kCopy:
-          BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
-          BATON_RETURN_IF_ERROR(resolver.Resolve(s.dst, &dst));
-          if (src != dst) std::memmove(dst, src, s.src.bytes);
-          break;
         case StepKind::kReduce:
           BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
           BATON_RETURN_IF_ERROR(resolver.Resolve(s.dst, &dst));
-          reduce(dst, src, s.src.bytes);
+          if (s.src.bytes != s.dst.bytes) return Status::Internal("schedule step with regions of different sizes");
+          local.push_back({s.kind, src, dst, s.src.bytes, 0});
           break;
         case StepKind::kDivide:
           BATON_RETURN_IF_ERROR(resolver.Resolve(s.dst, &dst));
-          DivideBy(sig.dtype, dst, s.dst.bytes / esize, s.divisor);
+          local.push_back({s.kind, nullptr, dst, s.dst.bytes, s.divisor});
           break;
         case StepKind::kSend:
           BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
@@ -90,6 +90,8 @@ Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
           break;
       }
     }
+    // Local steps run first, in order (the schedule's execution rule).
+    RunLocalSteps(local, sig.dtype, sig.redop, ctx.pool);
     if (net.empty()) continue;
     if (ctx.mesh == nullptr) return Status::Internal("network step in a single-node communicator");
     BATON_RETURN_IF_ERROR(ctx.mesh->Exchange(net, ctx.stamp, reduce, ctx.deadline));

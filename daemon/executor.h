@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectives/schedule.h"
+#include "common/worker_pool.h"
 #include "transports/mesh.h"
 
 namespace baton {
@@ -25,6 +26,7 @@ struct ExecutionContext {
   Mesh* mesh = nullptr;                                // null when the communicator has one node
   MessageStamp stamp;
   std::chrono::steady_clock::time_point deadline;
+  WorkerPool* pool = nullptr;                          // helpers for large local steps (optional)
 };
 
 Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx);

@@ -59,6 +59,9 @@ options:
   --progress-spin-us N   a communicator's worker polls this long for the next
                          submission before it sleeps (default 100; 0: never spin).
                          Spinning only follows activity: an idle daemon sleeps
+  --reduce-threads N     threads that share the copies and reductions of large
+                         collectives inside this node (default 0: the CPUs this
+                         daemon may run on, at most 8)
   --trace-dir DIR        when a communicator fails, write its flight recorder there
                          (Chrome trace JSON; default: not written)
   --socket-ifname SPEC   interfaces to advertise on when --listen is a wildcard, in
@@ -124,7 +127,7 @@ const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "ren
                                    "max-client-memory", "max-user-memory", "max-client-comms", "max-user-comms", "max-user-clients", "max-p2p-buffer",
                                    "allow-users", "allow-groups", "tls-cert", "tls-key", "tls-ca", "admin-cns",
                                    "socket-mode", "timeout", "straggler-warning", "heartbeat",
-                                   "peer-timeout", "flight-records", "progress-spin-us", "trace-dir", "socket-ifname",
+                                   "peer-timeout", "flight-records", "progress-spin-us", "reduce-threads", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
                                    "ib-hca"};
 
@@ -266,6 +269,14 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
         return Status::InvalidArgument("--flight-records '" + v + "' is not a count up to 1000000");
       }
       o.flight_records = n;
+    } else if (arg == "--reduce-threads") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      uint64_t n = 0;
+      if (!ParseSize(v, &n) || n > 256) {
+        return Status::InvalidArgument("--reduce-threads '" + v + "' is not a count up to 256 (0: automatic)");
+      }
+      o.reduce_threads = static_cast<int>(n);
     } else if (arg == "--progress-spin-us") {
       std::string v;
       BATON_RETURN_IF_ERROR(next(&v));
@@ -376,6 +387,7 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"peer-timeout", secs(o.peer_timeout)},
       {"flight-records", std::to_string(o.flight_records)},
       {"progress-spin-us", std::to_string(o.progress_spin.count())},
+      {"reduce-threads", std::to_string(o.reduce_threads)},
       {"trace-dir", o.trace_dir},
       {"socket-ifname", o.socket_ifname},
       {"ib-hca", o.ib_hca},

@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 
+#include "collectives/local_steps.h"
 #include "collectives/reduce.h"
 
 namespace baton::test {
@@ -61,6 +62,7 @@ Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo
   };
 
   const size_t esize = DataTypeSize(sig.dtype);
+  static WorkerPool pool(3);  // exercises the helpers on large steps
   for (;;) {
     bool progress = false;
     bool all_done = true;
@@ -72,29 +74,28 @@ Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo
       if (!st.phase_started) {
         st.phase_started = true;
         progress = true;
+        // Local steps run as the daemon runs them (blocked, on a pool).
+        std::vector<LocalStep> local;
         for (const Step& s : phase.steps) {
           uint8_t* src = nullptr;
           uint8_t* dst = nullptr;
           switch (s.kind) {
             case StepKind::kCopy:
-              BATON_RETURN_IF_ERROR(resolve(i, s.src, &src));
-              BATON_RETURN_IF_ERROR(resolve(i, s.dst, &dst));
-              if (s.src.bytes != s.dst.bytes) return Status::Internal("copy size mismatch");
-              std::memmove(dst, src, s.src.bytes);
-              break;
             case StepKind::kReduce:
               BATON_RETURN_IF_ERROR(resolve(i, s.src, &src));
               BATON_RETURN_IF_ERROR(resolve(i, s.dst, &dst));
-              ReduceInto(sig.dtype, sig.redop, dst, src, s.src.bytes / esize);
+              if (s.src.bytes != s.dst.bytes) return Status::Internal("local step size mismatch");
+              local.push_back({s.kind, src, dst, s.src.bytes, 0});
               break;
             case StepKind::kDivide:
               BATON_RETURN_IF_ERROR(resolve(i, s.dst, &dst));
-              DivideBy(sig.dtype, dst, s.dst.bytes / esize, s.divisor);
+              local.push_back({s.kind, nullptr, dst, s.dst.bytes, s.divisor});
               break;
             default:
               break;
           }
         }
+        RunLocalSteps(local, sig.dtype, sig.redop, &pool);
         for (const Step& s : phase.steps) {
           if (s.kind != StepKind::kSend) continue;
           uint8_t* src = nullptr;
