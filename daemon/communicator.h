@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/cost_model.h"
 #include "collectives/layout.h"
 #include "collectives/schedule.h"
 #include "daemon/flight_recorder.h"
@@ -134,6 +135,13 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void StartLocked();
   void Worker();
   Status Connect();
+  // Measures the links of a multi-node communicator (latency, bandwidth) and
+  // the local copy bandwidth for the cost model; every node adopts node 0's
+  // figures so that all choose the same algorithms. Worker thread only.
+  Status CalibrateLinks();
+  // The algorithm for one operation: the communicator's setting, or under
+  // kAuto the cheapest by the cost model (cached per collective and size).
+  Algorithm ResolveAlgorithm(const PlanInput& plan);
   Status RunCollective(std::vector<LocalOp>& ops, uint64_t seq);
   void CountTraffic(const Schedule& schedule) const;
   void FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered);
@@ -181,6 +189,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::unique_ptr<P2pLink> p2p_;
 
   std::unique_ptr<Mesh> mesh_;  // set under mu_ once; then used by the worker thread (and Interrupt)
+  LinkParams link_;             // worker thread only, like the cache below
+  std::map<std::pair<Collective, uint64_t>, Algorithm> algorithm_cache_;
 
   // Statistics and the operation being exchanged (guarded by mu_).
   uint64_t last_completed_seq_ = 0;
