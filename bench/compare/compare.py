@@ -78,21 +78,35 @@ def run_system(system, nodes, per_node, bin_dir, sweep_args, json_path):
             shutil.rmtree(store, ignore_errors=True)
 
 
+def iperf3(extra):
+    """GB/s received over loopback by one iperf3 run (both directions summed with --bidir)."""
+    import time
+    port = str(20000 + (os.getpid() + len(extra)) % 20000)
+    server = subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", port],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        end = json.loads(run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "5", "-J"] + extra))["end"]
+        total = end["sum_received"]["bits_per_second"]
+        if "sum_received_bidir_reverse" in end:
+            total += end["sum_received_bidir_reverse"]["bits_per_second"]
+        return total / 8e9
+    finally:
+        server.wait(timeout=30)
+
+
 def measure_limits(bin_dir):
+    """Memory copy bandwidth, and TCP loopback one way and both ways at once.
+
+    A two-node exchange (ring, recursive doubling) sends and receives at the
+    same time, and on one machine both directions share the same cores, so
+    its bound is half the bidirectional total per direction."""
     membw = json.loads(run([f"{bin_dir}/baton-membw", "--json"]))["copy_gbps"]
-    tcp = None
+    tcp = bidir = None
     if shutil.which("iperf3"):
-        port = str(20000 + os.getpid() % 20000)
-        server = subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", port],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            import time
-            time.sleep(0.5)
-            out = run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "5", "-J"])
-            tcp = json.loads(out)["end"]["sum_received"]["bits_per_second"] / 8e9
-        finally:
-            server.wait(timeout=30)
-    return {"memcpy_gbps": membw, "tcp_loopback_gbps": tcp}
+        tcp = iperf3([])
+        bidir = iperf3(["--bidir"])
+    return {"memcpy_gbps": membw, "tcp_loopback_gbps": tcp, "tcp_loopback_bidir_total_gbps": bidir}
 
 
 def idle_daemon_cpu(bin_dir, seconds=10.0):
@@ -158,6 +172,47 @@ def print_tables(medians, configs, ops):
                 print(line)
 
 
+def print_targets(medians, limits, idle):
+    """Issue 4's targets, each with the measured figure and whether it is met."""
+    MiB64 = 64 << 20
+
+    def get(system, config, size, field):
+        m = medians.get((system, config, "allreduce", size))
+        return m[field] if m else None
+
+    rows = []
+
+    def ratio(label, num, den, want, at_least=True):
+        if num is None or den is None or den == 0:
+            rows.append((label, "n/a", want, "not measured"))
+            return
+        value = num / den
+        met = value >= want if at_least else value <= want
+        rows.append((label, f"{value:.2f}", f"{'>=' if at_least else '<='} {want}", "met" if met else "NOT met"))
+
+    bw = lambda s, c: get(s, c, MiB64, "busbw")
+    us = lambda s, c: get(s, c, 8, "time_us")
+    ratio("1x4 AllReduce 64 MiB busbw, Baton / Open MPI sm", bw("baton", "1x4"), bw("openmpi-sm", "1x4"), 1.5)
+    ratio("1x4 AllReduce 64 MiB busbw / memcpy limit", bw("baton", "1x4"), limits["memcpy_gbps"], 0.5)
+    for c in ("2x1", "2x2"):
+        ratio(f"{c} AllReduce 64 MiB busbw, Baton / Gloo", bw("baton", c), bw("gloo", c), 2)
+        ratio(f"{c} AllReduce 64 MiB busbw, Baton / Open MPI tcp", bw("baton", c), bw("openmpi-tcp", c), 1.2)
+        ratio(f"{c} AllReduce 64 MiB busbw / iperf3 one way", bw("baton", c), limits["tcp_loopback_gbps"], 0.7)
+        if limits.get("tcp_loopback_bidir_total_gbps"):
+            ratio(f"{c} AllReduce 64 MiB busbw / (iperf3 both ways / 2)", bw("baton", c),
+                  limits["tcp_loopback_bidir_total_gbps"] / 2, 0.7)
+    ratio("1x2 AllReduce 8 B time, Baton / Open MPI sm", us("baton", "1x2"), us("openmpi-sm", "1x2"), 2, False)
+    ratio("1x2 AllReduce 8 B time, Baton / Gloo", us("baton", "1x2"), us("gloo", "1x2"), 0.1, False)
+    ratio("2x1 AllReduce 8 B time, Baton / Open MPI tcp", us("baton", "2x1"), us("openmpi-tcp", "2x1"), 1.5, False)
+    if idle is not None:
+        rows.append(("idle daemon, 4 connected clients, % of a core", f"{idle:.2f}", "< 1", "met" if idle < 1 else "NOT met"))
+    print("\n## Targets (issue 4)")
+    width = max(len(r[0]) for r in rows)
+    for label, value, want, verdict in rows:
+        print(f"{label:<{width}}  {value:>7}  {want:>7}  {verdict}")
+    return [dict(target=r[0], value=r[1], want=r[2], verdict=r[3]) for r in rows]
+
+
 def svg_plot(medians, configs, ops, path):
     """busbw against size: one panel per (op, configuration), one line per system."""
     pw, ph, ml, mb, mt = 300, 200, 50, 34, 24
@@ -216,7 +271,7 @@ def main():
     p.add_argument("--ops", default="allreduce,allgather,reducescatter,broadcast")
     p.add_argument("-b", default="8", help="smallest size")
     p.add_argument("-e", default="256M", help="largest size")
-    p.add_argument("-f", default="4", help="size factor between rows")
+    p.add_argument("-f", default="2", help="size factor between rows (2 keeps 8 B and 64 MiB in the sweep)")
     p.add_argument("-n", default="50", help="timed runs for small sizes")
     args = p.parse_args()
 
@@ -232,7 +287,9 @@ def main():
 
     limits = measure_limits(bin_dir)
     print(f"# limits: memcpy {limits['memcpy_gbps']:.2f} GB/s, TCP loopback (iperf3, 1 stream) "
-          f"{limits['tcp_loopback_gbps'] or float('nan'):.2f} GB/s", flush=True)
+          f"{limits['tcp_loopback_gbps'] or float('nan'):.2f} GB/s one way, "
+          f"{limits['tcp_loopback_bidir_total_gbps'] or float('nan'):.2f} GB/s both ways at once (total)",
+          flush=True)
     idle = idle_daemon_cpu(bin_dir) if "baton" in wanted else None
     if idle is not None:
         print(f"# idle daemon with 4 connected clients: {idle:.2f}% of one core", flush=True)
@@ -255,7 +312,8 @@ def main():
         medians[key] = {"time_us": t, "busbw": statistics.median(r["busbw"] for r in rs),
                         "algbw": statistics.median(r["algbw"] for r in rs), "reps": len(rs)}
     print_tables(medians, configs, ops)
-    result = {"limits": limits, "idle_daemon_cpu_percent": idle, "reps": args.reps, "sweep": sweep, "wrong_elements": wrong,
+    targets = print_targets(medians, limits, idle)
+    result = {"limits": limits, "idle_daemon_cpu_percent": idle, "targets": targets, "reps": args.reps, "sweep": sweep, "wrong_elements": wrong,
               "medians": [dict(system=k[0], config=k[1], op=k[2], bytes=k[3], **v) for k, v in sorted(medians.items())]}
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(result, f, indent=1)
