@@ -1,9 +1,11 @@
 // compare-gloo: the side-by-side sweep (sweep.h) on Gloo (Debian's
 // libgloo-dev, TCP transport), the way PyTorch's gloo backend calls it:
 // gloo::allreduce (ring), gloo::allgather, gloo::broadcast, with gloo::sum.
-// Gloo has no ReduceScatter in its new API; the sweep uses its
-// ReduceScatterHalvingDoubling algorithm, built once per size (as a user
-// would cache it) and run on a copy of the input, since it works in place.
+// ReduceScatter: Gloo's new API has none and PyTorch's gloo backend (1.13)
+// refuses reduce_scatter, so users (FSDP on CPU) fall back to an AllReduce
+// and keep their chunk; the sweep measures that. Gloo's older
+// ReduceScatterHalvingDoubling returned wrong elements in our runs (Debian
+// 0.0~git20220518, 2 ranks, 128 KiB and up), so it is not used.
 //
 // Launch one process per rank with COMPARE_RANK, COMPARE_SIZE and
 // COMPARE_STORE (a directory for Gloo's FileStore rendezvous) set;
@@ -13,7 +15,6 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
-#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -22,7 +23,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <map>
 #include <memory>
 #include <vector>
 
@@ -60,17 +60,15 @@ class GlooSystem : public baton::compare::System {
   }
   bool ReduceScatter(const float* send, float* recv, size_t count) override {
     return Guard("reducescatter", [&] {
-      auto& cached = reduce_scatter_[count];
       const size_t total = count * context_->size;
-      if (!cached.algorithm) {
-        cached.work.resize(total);
-        std::vector<int> recv_elems(context_->size, static_cast<int>(count));
-        cached.algorithm = std::make_unique<gloo::ReduceScatterHalvingDoubling<float>>(
-            context_, std::vector<float*>{cached.work.data()}, static_cast<int>(total), recv_elems);
-      }
-      std::memcpy(cached.work.data(), send, total * sizeof(float));
-      cached.algorithm->run();
-      std::memcpy(recv, cached.work.data(), count * sizeof(float));  // its result lands at the front
+      if (work_.size() < total) work_.resize(total);
+      gloo::AllreduceOptions opts(context_);
+      opts.setInput(const_cast<float*>(send), total);
+      opts.setOutput(work_.data(), total);
+      opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+      opts.setTag(next_tag_++);
+      gloo::allreduce(opts);
+      std::memcpy(recv, work_.data() + count * context_->rank, count * sizeof(float));
     });
   }
   bool Broadcast(float* buffer, size_t count) override {
@@ -119,12 +117,8 @@ class GlooSystem : public baton::compare::System {
       return false;
     }
   }
-  struct CachedReduceScatter {
-    std::vector<float> work;
-    std::unique_ptr<gloo::ReduceScatterHalvingDoubling<float>> algorithm;
-  };
   std::shared_ptr<gloo::Context> context_;
-  std::map<size_t, CachedReduceScatter> reduce_scatter_;
+  std::vector<float> work_;  // ReduceScatter's full AllReduce result
   uint32_t next_tag_ = 1;
 };
 
