@@ -419,7 +419,7 @@ Status Communicator::Connect() {
   std::vector<std::string> names;
   for (int j = 0; j < n; ++j) names.push_back(spec_.node_names[j] + " " + spec_.node_addresses[j]);
   std::lock_guard<std::mutex> lock(mu_);
-  mesh_ = std::make_unique<tcp::TcpMesh>(names, std::move(coll));
+  mesh_ = std::make_unique<tcp::TcpMesh>(names, std::move(coll), services_.progress_spin);
   p2p_ = std::make_unique<P2pLink>(spec_.layout.node_of_rank, spec_.node_names, std::move(p2p),
                                    services_.max_p2p_buffer);
   return Status::Ok();

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -66,6 +67,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void WaitDoorbell();
   void DrainRing();
+  // After a doorbell, keeps checking the ring on the I/O thread for
+  // options->progress_spin before going back to waiting for the next one.
+  void PollRing(std::chrono::steady_clock::time_point until);
   Status Validate(const ipc::Descriptor& d, LocalOp* op, Membership* membership);
   Status ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const char* which, uint8_t** ptr,
                        std::shared_ptr<Mapping>* hold);
@@ -101,6 +105,7 @@ class Session : public std::enable_shared_from_this<Session> {
   uint32_t ring_head_ = 0;  // our own copy; the shared one is for the client only
   std::unique_ptr<boost::asio::posix::stream_descriptor> doorbell_;
   uint64_t doorbell_value_ = 0;
+  bool polling_ = false;  // a PollRing handler is queued (I/O thread only)
 
   std::mutex mu_;  // guards what worker threads touch: segments_, comms_, socket sends
   std::map<uint64_t, std::shared_ptr<Mapping>> segments_;

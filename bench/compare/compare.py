@@ -272,7 +272,7 @@ def main():
     p.add_argument("-b", default="8", help="smallest size")
     p.add_argument("-e", default="256M", help="largest size")
     p.add_argument("-f", default="2", help="size factor between rows (2 keeps 8 B and 64 MiB in the sweep)")
-    p.add_argument("-n", default="50", help="timed runs for small sizes")
+    p.add_argument("-n", default="200", help="timed runs for small sizes (fewer for large: see sweep.cc)")
     args = p.parse_args()
 
     bin_dir = os.path.abspath(os.path.join(args.build, "bin"))

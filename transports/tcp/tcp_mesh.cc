@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <thread>
+
 #include "common/logging.h"
 #include "transports/tcp/connection_broker.h"
 #include "transports/tcp/wire.h"
@@ -111,8 +113,8 @@ struct TcpMesh::Run {
   }
 };
 
-TcpMesh::TcpMesh(std::vector<std::string> peer_names, std::vector<UniqueFd> sockets)
-    : peer_names_(std::move(peer_names)) {
+TcpMesh::TcpMesh(std::vector<std::string> peer_names, std::vector<UniqueFd> sockets, std::chrono::microseconds spin)
+    : peer_names_(std::move(peer_names)), spin_(spin) {
   sockets_.resize(sockets.size());
   staging_.resize(sockets.size());
   for (size_t n = 0; n < sockets.size(); ++n) {
@@ -164,8 +166,24 @@ Status TcpMesh::Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, 
     run.RecvNext(static_cast<int>(n));
   }
   io_.restart();
+  // Why poll: a small message from a peer arrives microseconds after it was
+  // sent, but a thread blocked in epoll takes tens of microseconds to wake
+  // on a busy machine. Polling (non-blocking, yielding the core) for a
+  // moment after each bit of progress catches it at once; then block.
+  auto spin_until = std::chrono::steady_clock::now() + spin_;
   while (run.remaining > 0 && run.error.ok()) {
-    if (io_.run_one_until(deadline) == 0 && std::chrono::steady_clock::now() >= deadline) {
+    if (std::chrono::steady_clock::now() < spin_until) {
+      if (io_.poll() > 0) {
+        spin_until = std::chrono::steady_clock::now() + spin_;
+      } else {
+        std::this_thread::yield();
+      }
+      io_.restart();  // poll() stops the context when it runs out of work
+      continue;
+    }
+    if (io_.run_one_until(deadline) > 0) {
+      spin_until = std::chrono::steady_clock::now() + spin_;
+    } else if (std::chrono::steady_clock::now() >= deadline) {
       std::string waiting;
       for (size_t n = 0; n < run.peers.size(); ++n) {
         const auto& p = run.peers[n];

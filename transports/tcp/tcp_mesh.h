@@ -6,6 +6,7 @@
 #pragma once
 
 #include "common/asio.h"
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,7 +19,10 @@ namespace baton::tcp {
 class TcpMesh final : public Mesh {
  public:
   // `sockets[n]` is the connected socket to node n (invalid for this node).
-  TcpMesh(std::vector<std::string> peer_names, std::vector<UniqueFd> sockets);
+  // Exchange polls the sockets for up to `spin` after each bit of progress
+  // before it blocks in epoll (0: always block).
+  TcpMesh(std::vector<std::string> peer_names, std::vector<UniqueFd> sockets,
+          std::chrono::microseconds spin = std::chrono::microseconds(0));
   ~TcpMesh() override;
 
   Status Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, const ReduceFn& reduce,
@@ -31,6 +35,7 @@ class TcpMesh final : public Mesh {
   struct Run;
 
   std::vector<std::string> peer_names_;
+  std::chrono::microseconds spin_;
   boost::asio::io_context io_;
   std::vector<std::unique_ptr<boost::asio::ip::tcp::socket>> sockets_;
   std::vector<std::vector<uint8_t>> staging_;  // per peer, for reducing receives
