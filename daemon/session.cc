@@ -451,8 +451,8 @@ void Session::WaitDoorbell() {
 // tens of microseconds on a busy machine; checking the ring (one atomic
 // load) from a handler that requeues itself for a moment after activity
 // picks the submission up at once. Other sockets' handlers still run in
-// between, and an idle client costs nothing: polling stops `until` passes
-// without a new descriptor.
+// between, and an idle client costs nothing: polling stops once `until`
+// passes without a new descriptor.
 void Session::PollRing(std::chrono::steady_clock::time_point until) {
   if (closed_) {
     polling_ = false;

@@ -171,10 +171,9 @@ Status TcpMesh::Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, 
   // sent, but a thread blocked in epoll takes tens of microseconds to wake
   // on a busy machine. Polling (non-blocking, yielding the core) for a
   // moment after each bit of progress catches it at once; then block.
-  // Large phases do not poll: their wake-ups are noise beside the transfer,
-  // and on a machine with fewer cores than busy threads a poller (yielding or
-  // not) can keep the threads doing the copies off the CPU for a scheduler
-  // period (~25 ms measured with 2 cores, 2 daemons and 4 ranks).
+  // Large phases do not poll: their few wake-ups are noise beside the
+  // transfer, and a poller would take CPU from the threads doing the copies
+  // on a machine with fewer cores than busy threads.
   uint64_t phase_bytes = 0;
   for (const NetOp& op : ops) phase_bytes += op.bytes;
   const auto spin = phase_bytes <= kPollMaxBytes ? spin_ : std::chrono::microseconds(0);

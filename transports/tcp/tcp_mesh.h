@@ -20,7 +20,7 @@ class TcpMesh final : public Mesh {
  public:
   // `sockets[n]` is the connected socket to node n (invalid for this node).
   // Exchange polls the sockets for up to `spin` after each bit of progress
-  // before it blocks in epoll (0: always block).
+  // before it blocks in epoll, in phases of up to 256 KiB (0: always block).
   TcpMesh(std::vector<std::string> peer_names, std::vector<UniqueFd> sockets,
           std::chrono::microseconds spin = std::chrono::microseconds(0));
   ~TcpMesh() override;
