@@ -224,6 +224,17 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       *v = args[++i];
       return Status::Ok();
     };
+    // The next value as a count up to `max`; the error reads "ARG 'V' is not
+    // a count<of> up to MAX<note>".
+    auto next_count = [&](uint64_t max, const char* of, const char* note, uint64_t* n) -> Status {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      if (!ParseSize(v, n) || *n > max) {
+        return Status::InvalidArgument(arg + " '" + v + "' is not a count" + of + " up to " + std::to_string(max) +
+                                       note);
+      }
+      return Status::Ok();
+    };
     if (arg == "--help" || arg == "-h") {
       o.help = true;
     } else if (arg == "--config") {
@@ -262,28 +273,16 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
     } else if (arg == "--trace-dir") {
       BATON_RETURN_IF_ERROR(next(&o.trace_dir));
     } else if (arg == "--flight-records") {
-      std::string v;
-      BATON_RETURN_IF_ERROR(next(&v));
       uint64_t n = 0;
-      if (!ParseSize(v, &n) || n > 1000000) {
-        return Status::InvalidArgument("--flight-records '" + v + "' is not a count up to 1000000");
-      }
+      BATON_RETURN_IF_ERROR(next_count(1000000, "", "", &n));
       o.flight_records = n;
     } else if (arg == "--reduce-threads") {
-      std::string v;
-      BATON_RETURN_IF_ERROR(next(&v));
       uint64_t n = 0;
-      if (!ParseSize(v, &n) || n > 256) {
-        return Status::InvalidArgument("--reduce-threads '" + v + "' is not a count up to 256 (0: automatic)");
-      }
+      BATON_RETURN_IF_ERROR(next_count(256, "", " (0: automatic)", &n));
       o.reduce_threads = static_cast<int>(n);
     } else if (arg == "--progress-spin-us") {
-      std::string v;
-      BATON_RETURN_IF_ERROR(next(&v));
       uint64_t n = 0;
-      if (!ParseSize(v, &n) || n > 1000000) {
-        return Status::InvalidArgument("--progress-spin-us '" + v + "' is not a count of microseconds up to 1000000");
-      }
+      BATON_RETURN_IF_ERROR(next_count(1000000, " of microseconds", "", &n));
       o.progress_spin = std::chrono::microseconds(n);
     } else if (arg == "--ready-file") {
       BATON_RETURN_IF_ERROR(next(&o.ready_file));

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/byte_size.h"
+
 namespace baton::compare {
 namespace {
 
@@ -22,20 +24,6 @@ const char* kUsage = R"(options (the same for every system):
   --label TEXT   configuration label written into the JSON rows
   --json FILE    append one JSON object per row (rank 0)
 )";
-
-bool ParseBytes(const std::string& s, uint64_t* out) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || v < 0) return false;
-  const std::string suffix(end);
-  double mult = 1;
-  if (suffix == "K" || suffix == "k") mult = 1024;
-  else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty()) return false;
-  *out = static_cast<uint64_t>(v * mult);
-  return true;
-}
 
 const char* OpName(Op op) {
   switch (op) {
@@ -131,11 +119,11 @@ bool ParseSweepOptions(int argc, char** argv, SweepOptions* o) {
     const std::string v = argv[++i];
     bool ok = true;
     if (a == "--ops") o->ops = v;
-    else if (a == "-b") ok = ParseBytes(v, &o->min_bytes);
-    else if (a == "-e") ok = ParseBytes(v, &o->max_bytes);
+    else if (a == "-b") ok = ParseByteSize(v, &o->min_bytes);
+    else if (a == "-e") ok = ParseByteSize(v, &o->max_bytes);
     else if (a == "-f") ok = (o->factor = std::atof(v.c_str())) > 1;
     else if (a == "-n") ok = (o->iters = std::atoi(v.c_str())) > 0;
-    else if (a == "--budget") ok = ParseBytes(v, &o->budget);
+    else if (a == "--budget") ok = ParseByteSize(v, &o->budget);
     else if (a == "-w") ok = (o->warmup = std::atoi(v.c_str())) >= 0;
     else if (a == "--label") o->label = v;
     else if (a == "--json") o->json = v;

@@ -18,6 +18,7 @@
 
 #include "baton/baton.h"
 #include "collectives/reference.h"
+#include "common/byte_size.h"
 #include "common/types.h"
 
 namespace {
@@ -43,20 +44,6 @@ options:
   -r ROOT     root rank for rooted collectives         default 0
   --json FILE write the rows as JSON
 )";
-
-bool ParseBytes(const std::string& s, uint64_t* out) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || v < 0) return false;
-  std::string suffix(end);
-  double mult = 1;
-  if (suffix == "K" || suffix == "k") mult = 1024;
-  else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty()) return false;
-  *out = static_cast<uint64_t>(v * mult);
-  return true;
-}
 
 void Die(const char* what, baton_comm_t comm) {
   std::fprintf(stderr, "baton-bench: %s: %s\n", what, baton_get_last_error(comm));
@@ -102,8 +89,8 @@ int main(int argc, char** argv) {
     }
     std::string v = argv[++i];
     bool ok = true;
-    if (a == "-b") ok = ParseBytes(v, &min_bytes);
-    else if (a == "-e") ok = ParseBytes(v, &max_bytes);
+    if (a == "-b") ok = baton::ParseByteSize(v, &min_bytes);
+    else if (a == "-e") ok = baton::ParseByteSize(v, &max_bytes);
     else if (a == "-f") ok = (factor = std::atof(v.c_str())) > 1;
     else if (a == "-n") ok = (iters = std::atoi(v.c_str())) > 0;
     else if (a == "-w") ok = (warmup = std::atoi(v.c_str())) >= 0;
