@@ -39,6 +39,19 @@ std::string Batonctl(const std::string& args, int* rc = nullptr) {
   return out;
 }
 
+// The uid of the first communicator in `batonctl comms` output: the first 16
+// characters of the row under the "UID" header. Anything printed before the
+// table (a sanitizer's exit report reaches the pipe before stdout is flushed)
+// is skipped. Empty when no communicator is listed.
+std::string FirstCommUid(const std::string& comms_output) {
+  const size_t header = comms_output.rfind("UID ");
+  if (header == std::string::npos || (header != 0 && comms_output[header - 1] != '\n')) return "";
+  const size_t row = comms_output.find('\n', header);
+  if (row == std::string::npos || comms_output.size() < row + 1 + 16) return "";
+  const std::string uid = comms_output.substr(row + 1, 16);
+  return uid.find_first_not_of("0123456789abcdef") == std::string::npos ? uid : "";
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -191,9 +204,8 @@ TEST(ControlPlane, OperatorAbortReachesEveryRankWithTheReason) {
     // Find the communicator and abort it by uid.
     for (int i = 0; i < 200 && !aborted; ++i) {
       std::string comms = Batonctl("--address " + cluster->rendezvous() + " comms");
-      auto pos = comms.find("\n");
-      if (pos != std::string::npos && comms.size() > pos + 16 && comms.find("ready") != std::string::npos) {
-        std::string uid = comms.substr(pos + 1, 16);
+      const std::string uid = FirstCommUid(comms);
+      if (!uid.empty() && comms.find("ready") != std::string::npos) {
         Batonctl("--address " + cluster->rendezvous() + " abort " + uid + " 'maintenance'");
         aborted = true;
       }
@@ -271,7 +283,8 @@ TEST(ControlPlane, FlightRecorderDumpIsChromeTraceJsonWithTheOperations) {
   std::thread inspector([&] {
     while (done < 4) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     std::string comms = Batonctl("--address " + cluster->rendezvous() + " comms");
-    const std::string uid = comms.substr(comms.find('\n') + 1, 16);
+    const std::string uid = FirstCommUid(comms);
+    EXPECT_FALSE(uid.empty()) << comms;
     const std::string file = cluster->dir() + "/trace.json";
     Batonctl("--address " + cluster->rendezvous() + " trace " + uid + " -o " + file);
     trace_text = ReadFile(file);
@@ -444,7 +457,7 @@ TEST(ControlPlane, TlsGrpcCarriesTheJobAndOnlyListedCertificatesMayAbort) {
     while (done < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     plaintext = Batonctl(addr + "--timeout 2 comms", &rc_plain);
     listed = Batonctl(addr + ca + "comms", &rc_listed);
-    const std::string uid = listed.substr(listed.find('\n') + 1, 16);
+    const std::string uid = FirstCommUid(listed);
     no_cert = Batonctl(addr + ca + "abort " + uid, &rc_no_cert);
     intruder = Batonctl(addr + as("intruder") + "abort " + uid, &rc_intruder);
     ops = Batonctl(addr + as("ops") + "abort " + uid + " 'maintenance'", &rc_ops);
@@ -462,6 +475,7 @@ TEST(ControlPlane, TlsGrpcCarriesTheJobAndOnlyListedCertificatesMayAbort) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(first[r].code, baton_success) << first[r].message;
   EXPECT_NE(rc_plain, 0) << "plaintext gRPC was served: " << plaintext;
   EXPECT_EQ(rc_listed, 0) << listed;
+  EXPECT_NE(FirstCommUid(listed), "") << "no communicator row in: " << listed;
   EXPECT_NE(rc_no_cert, 0);
   EXPECT_NE(no_cert.find("admin actions need a client certificate"), std::string::npos) << no_cert;
   EXPECT_NE(rc_intruder, 0);
