@@ -11,6 +11,13 @@
 // client cannot change what was validated), executes it and publishes the
 // result in the Completion slot the descriptor named, waking the client with
 // a futex. Everything the client writes is untrusted input to the daemon.
+//
+// GPU buffers (docs/gpu.md): the client registers each device allocation
+// once (RegisterDevice, a CUDA IPC handle) and names it in descriptors like
+// a segment. A stream-ordered descriptor (kDescStreamOrdered) also uses
+// three words of its Completion slot, which the client has registered with
+// CUDA: its stream writes stream_ready when it reaches the operation,
+// waits for batond's stream_done, then writes stream_released.
 #pragma once
 
 #include <atomic>
@@ -19,7 +26,7 @@
 
 namespace baton::ipc {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 inline constexpr size_t kMaxMessage = 4096;
 
 enum class MsgType : uint32_t {
@@ -29,6 +36,7 @@ enum class MsgType : uint32_t {
   kCommInit = 4,
   kCommSplit = 5,
   kCommDestroy = 6,
+  kRegisterDevice = 7,
   kReply = 100,
 };
 
@@ -80,6 +88,15 @@ struct CommDestroyRequest {
   uint32_t reserved;
 };
 
+// Registers a device allocation (opened once by batond with CUDA IPC); the
+// reply's value is its segment id, released with MemFree.
+struct RegisterDeviceRequest {
+  MsgHeader h;
+  uint8_t ipc_handle[64];   // cudaIpcMemHandle_t of the allocation
+  uint8_t device_uuid[16];  // the device it is on (ordinals differ between processes)
+  uint64_t size;            // bytes of the allocation
+};
+
 // The one reply type. Fds (ring + doorbell for Hello, the segment for
 // MemAlloc) ride along with SCM_RIGHTS.
 struct Reply {
@@ -110,17 +127,28 @@ struct Descriptor {
   BufferRef send;
   BufferRef recv;
   uint32_t completion;  // index of the Completion slot to publish into
-  uint32_t flags;
+  uint32_t flags;       // DescriptorFlags
   uint64_t reserved[2];
 };
 static_assert(sizeof(Descriptor) == 96);
+
+enum DescriptorFlags : uint32_t {
+  // Wait for Completion::stream_ready before touching the buffers.
+  kDescStreamOrdered = 1u << 0,
+};
+inline constexpr uint32_t kKnownDescriptorFlags = kDescStreamOrdered;
 
 enum CompletionState : uint32_t { kIdle = 0, kPending = 1, kDone = 2 };
 
 struct alignas(64) Completion {
   std::atomic<uint32_t> state;  // futex word
   int32_t code;
-  char message[504];
+  // Stream-ordered operations only (see the top of this file).
+  std::atomic<uint32_t> stream_ready;     // 1: the client's stream reached the operation (written by the GPU)
+  std::atomic<uint32_t> stream_done;      // 1: batond finished it, either way (the stream waits for it)
+  std::atomic<uint32_t> stream_released;  // 1: the stream went past its wait; the slot may be reused
+  uint32_t reserved;
+  char message[488];
 };
 static_assert(sizeof(Completion) == 512);
 

@@ -27,6 +27,7 @@
 #include "daemon/flight_recorder.h"
 #include "daemon/local_op.h"
 #include "common/worker_pool.h"
+#include "gpu/pinned_pool.h"
 #include "transports/mesh.h"
 
 namespace baton {
@@ -66,6 +67,7 @@ struct DaemonServices {
   // its condition variable (see Communicator::SpinUntilChangedLocked).
   std::chrono::microseconds progress_spin{100};
   WorkerPool* pool = nullptr;  // shares large local copies and reductions (common/worker_pool.h)
+  std::shared_ptr<gpu::PinnedPool> pinned;  // staging for GPU buffers (daemon/device_staging.h)
 };
 
 // A snapshot for the Admin service.

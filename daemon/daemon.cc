@@ -12,12 +12,17 @@
 #include "common/logging.h"
 #include "control/grpc_security.h"
 #include "daemon/sd_notify.h"
+#include "gpu/cuda_support.h"
 #include "topology/interfaces.h"
 #include "topology/nvml.h"
 
 namespace baton {
 
 namespace {
+
+// Pinned staging memory kept for reuse between GPU operations (pinning is
+// slow); more than this is given back when operations finish.
+constexpr uint64_t kPinnedCacheBytes = 1ull << 30;
 
 // --reduce-threads 0: one thread per CPU this process may run on, at most 8
 // (memory bandwidth, not arithmetic, limits these steps beyond that).
@@ -170,9 +175,16 @@ Status Daemon::Start() {
   }
   env_.options = &options_;
   env_.services = {&broker_, &registry_, &metrics_, options_.straggler_warning, options_.flight_records,
-                   {}, options_.trace_dir, options_.max_p2p_buffer, options_.progress_spin};
+                   {}, options_.trace_dir, options_.max_p2p_buffer, options_.progress_spin, nullptr, nullptr};
   pool_ = std::make_unique<WorkerPool>(ReduceThreads(options_.reduce_threads));
   env_.services.pool = pool_.get();
+  env_.services.pinned = gpu::PinnedPool::Create(kPinnedCacheBytes);
+  if (const gpu::CudaSupport& cuda = gpu::GetCudaSupport(); cuda.available) {
+    BATON_INFO(kInit, "GPU support: {} CUDA device(s); device buffers are staged through pinned host memory",
+               cuda.device_count);
+  } else {
+    BATON_INFO(kInit, "GPU support unavailable: {}; serving host buffers only", cuda.reason);
+  }
   PlaceOnDataNic();
   env_.node_id = options_.node_name + "/" + RandomHex();
   env_.rendezvous = options_.rendezvous;

@@ -1,13 +1,27 @@
 #include "daemon/descriptor_check.h"
 
+#include <cstdio>
 #include <string>
 
 namespace baton {
+namespace {
+
+std::string ToHex(uint32_t v) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%x", v);
+  return text;
+}
+
+}  // namespace
 
 Status CheckDescriptor(const ipc::Descriptor& d, int nranks, int my_rank, CheckedDescriptor* out) {
   if (!IsValidCollective(d.collective) || d.collective == static_cast<uint32_t>(Collective::kSplit)) {
     return Status::InvalidArgument("unknown collective " + std::to_string(d.collective));
   }
+  if ((d.flags & ~ipc::kKnownDescriptorFlags) != 0) {
+    return Status::InvalidArgument("unknown descriptor flags 0x" + ToHex(d.flags & ~ipc::kKnownDescriptorFlags));
+  }
+  out->stream_ordered = (d.flags & ipc::kDescStreamOrdered) != 0;
   if (!IsValidDataType(d.dtype)) return Status::InvalidArgument("unknown data type " + std::to_string(d.dtype));
   const auto coll = static_cast<Collective>(d.collective);
   if (IsReduction(coll) && !IsValidRedOp(d.redop)) {

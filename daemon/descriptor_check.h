@@ -16,6 +16,7 @@ struct CheckedDescriptor {
   OpSignature sig;
   uint64_t send_bytes = 0;
   uint64_t recv_bytes = 0;
+  bool stream_ordered = false;  // kDescStreamOrdered
 };
 
 // Enums, root or peer against `nranks`, and the buffer sizes the count

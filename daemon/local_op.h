@@ -8,6 +8,7 @@
 
 #include "common/mapping.h"
 #include "common/types.h"
+#include "daemon/device_staging.h"
 #include "daemon/executor.h"
 
 namespace baton {
@@ -29,13 +30,17 @@ struct LocalOp {
   std::vector<std::shared_ptr<Mapping>> holds;
   std::weak_ptr<Session> session;
   uint32_t completion = 0;
+  // Set when a buffer is in GPU memory or the op is ordered on the client's
+  // CUDA stream: the op then goes through the session's StreamGate.
+  std::shared_ptr<DeviceStaging> device;
 
   // Only for Collective::kSplit.
   int32_t color = 0;
   int32_t key = 0;
   SplitDoneFn on_split;
 
-  // Publishes the result to the client (if it is still connected).
+  // Publishes the result to the client (if it is still connected), after
+  // copying a device receive buffer's result back (DeviceStaging::Conclude).
   void Finish(const Status& st) const;
 };
 

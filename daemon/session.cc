@@ -15,6 +15,7 @@
 #include "control/rendezvous_client.h"
 #include "daemon/comm_registry.h"
 #include "daemon/descriptor_check.h"
+#include "gpu/cuda_support.h"
 
 namespace baton {
 
@@ -33,7 +34,9 @@ uint64_t RoundUpToPage(uint64_t n) { return (n + 4095) & ~uint64_t{4095}; }
 }  // namespace
 
 void LocalOp::Finish(const Status& st) const {
-  if (auto s = session.lock()) s->Complete(completion, st);
+  Status result = st;
+  if (device && st.ok()) result = device->Conclude(bufs);
+  if (auto s = session.lock()) s->Complete(completion, result);
 }
 
 Session::Session(const SessionEnv& env, boost::asio::io_context& io, Socket socket, const ucred& peer, uint64_t id,
@@ -106,6 +109,11 @@ void Session::Dispatch(size_t len) {
       if (!as(&req)) return Close("bad MemFree size");
       return OnMemFree(req);
     }
+    case ipc::MsgType::kRegisterDevice: {
+      ipc::RegisterDeviceRequest req;
+      if (!as(&req)) return Close("bad RegisterDevice size");
+      return OnRegisterDevice(req);
+    }
     case ipc::MsgType::kCommInit: {
       auto req = std::make_unique<ipc::CommInitRequest>();
       if (!as(req.get())) return Close("bad CommInit size");
@@ -158,14 +166,14 @@ void Session::OnHello(const ipc::HelloRequest& req) {
   int ring_fd = -1;
   Status st = CreateMemfd("baton-ring", ipc::kRingBytes, &ring_fd);
   UniqueFd ring_owner(ring_fd);
-  if (st.ok()) st = Mapping::MapShared(ring_fd, ipc::kRingBytes, &ring_);
+  if (st.ok()) st = Mapping::MapShared(ring_fd, ipc::kRingBytes, ring_.get());
   UniqueFd bell(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (st.ok() && !bell.valid()) st = Status::Errno("eventfd", errno);
   if (!st.ok()) {
     Reply(req.h.request_id, st);
     return Close("cannot set up the submission ring: " + st.message());
   }
-  ring_view_ = ipc::RingView::At(ring_.data());
+  ring_view_ = ipc::RingView::At(ring_->data());
   ring_view_.control->num_slots = ipc::kRingSlots;
   ring_view_.control->num_completions = ipc::kCompletions;
   const int bell_fd = bell.get();
@@ -223,6 +231,12 @@ void Session::OnMemAlloc(const ipc::MemAllocRequest& req) {
 
 void Session::OnMemFree(const ipc::MemFreeRequest& req) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (auto dev = device_segments_.find(req.segment); dev != device_segments_.end()) {
+    std::erase_if(device_by_handle_, [&](const auto& entry) { return entry.second == req.segment; });
+    device_segments_.erase(dev);  // closed once in-flight operations let go of it
+    lock.unlock();
+    return Reply(req.h.request_id, Status::Ok());
+  }
   auto it = segments_.find(req.segment);
   if (it == segments_.end()) {
     lock.unlock();
@@ -234,6 +248,38 @@ void Session::OnMemFree(const ipc::MemFreeRequest& req) {
   segments_.erase(it);  // in-flight operations still hold the mapping
   lock.unlock();
   Reply(req.h.request_id, Status::Ok());
+}
+
+void Session::OnRegisterDevice(const ipc::RegisterDeviceRequest& req) {
+  gpu::IpcHandle handle;
+  gpu::DeviceUuid uuid;
+  std::memcpy(handle.data(), req.ipc_handle, handle.size());
+  std::memcpy(uuid.data(), req.device_uuid, uuid.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = device_by_handle_.find(handle); it != device_by_handle_.end()) {
+      const uint64_t id = it->second;
+      if (req.size <= device_segments_.at(id)->size()) return Reply(req.h.request_id, Status::Ok(), id);
+    }
+    if (device_segments_.size() >= kMaxDeviceSegments) {
+      return Reply(req.h.request_id,
+                   Status::Exhausted("this process has registered " + std::to_string(kMaxDeviceSegments) +
+                                     " GPU allocations with batond, the limit per client; free some with "
+                                     "baton_mem_free or reuse buffers"));
+    }
+  }
+  std::unique_ptr<gpu::DeviceSegment> opened;
+  Status st = gpu::DeviceSegment::Open(handle, uuid, req.size, &opened);
+  if (!st.ok()) return Reply(req.h.request_id, st.WithContext("GPU buffer of " + Who() + ": "));
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = next_segment_++;
+    device_segments_[id] = std::move(opened);
+    device_by_handle_[handle] = id;
+  }
+  BATON_DEBUG(kAlloc, "client {}: GPU allocation {} of {} bytes", Who(), id, req.size);
+  Reply(req.h.request_id, Status::Ok(), id);
 }
 
 void Session::OnCommInit(const ipc::CommInitRequest& req) {
@@ -499,7 +545,7 @@ void Session::DrainRing() {
       }
       continue;
     }
-    m.comm->Submit(std::move(op));
+    Route(std::move(op), m);
   }
   if (consumed) {
     ctl->head.store(ring_head_, std::memory_order_release);
@@ -507,13 +553,31 @@ void Session::DrainRing() {
   }
 }
 
+void Session::Route(LocalOp op, const Membership& m) {
+  if (!op.device && !(gate_ && gate_->busy())) return m.comm->Submit(std::move(op));
+  if (!env_.services.pinned) {  // an embedding without a pool (never batond itself)
+    m.comm->Abort(Status::Internal("this daemon has no pinned memory pool for GPU operations"));
+    return op.Finish(Status::Internal("this daemon has no pinned memory pool for GPU operations"));
+  }
+  if (!gate_) gate_ = std::make_unique<StreamGate>(env_.services.pinned);
+  const auto deadline = std::chrono::steady_clock::now() + m.comm->spec().timeout;
+  gate_->Push(std::move(op), m.comm, deadline);
+}
+
 Status Session::ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const char* which, uint8_t** ptr,
-                              std::shared_ptr<Mapping>* hold) {
+                              std::shared_ptr<Mapping>* hold, DeviceStaging::Side* device) {
   if (bytes == 0) {
     *ptr = nullptr;
     return Status::Ok();
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto dev = device_segments_.find(ref.segment); dev != device_segments_.end()) {
+    BATON_RETURN_IF_ERROR(CheckBufferRange(ref.offset, bytes, dev->second->size(), which));
+    device->segment = dev->second;
+    device->device_ptr = dev->second->data() + ref.offset;
+    *ptr = device->device_ptr;  // replaced by host staging before the collective runs
+    return Status::Ok();
+  }
   auto it = segments_.find(ref.segment);
   if (it == segments_.end()) {
     return Status::InvalidArgument(std::string(which) + " buffer is in segment " + std::to_string(ref.segment) +
@@ -549,17 +613,29 @@ Status Session::Validate(const ipc::Descriptor& d, LocalOp* op, Membership* memb
   op->session = weak_from_this();
   op->completion = d.completion;
   std::shared_ptr<Mapping> hold;
-  BATON_RETURN_IF_ERROR(ResolveBuffer(d.send, send_bytes, "send", &op->bufs.send, &hold));
+  DeviceStaging::Side send_device, recv_device;
+  BATON_RETURN_IF_ERROR(ResolveBuffer(d.send, send_bytes, "send", &op->bufs.send, &hold, &send_device));
   if (hold) op->holds.push_back(std::move(hold));
-  BATON_RETURN_IF_ERROR(ResolveBuffer(d.recv, recv_bytes, "receive", &op->bufs.recv, &hold));
+  BATON_RETURN_IF_ERROR(ResolveBuffer(d.recv, recv_bytes, "receive", &op->bufs.recv, &hold, &recv_device));
   if (hold) op->holds.push_back(std::move(hold));
   op->bufs.send_bytes = send_bytes;
   op->bufs.recv_bytes = recv_bytes;
+  if (checked.stream_ordered && !gpu::GetCudaSupport().available) {
+    // Nothing would ever set stream_ready: refuse now instead of timing out.
+    return Status::InvalidArgument("stream-ordered operation, but this batond cannot use a GPU (" +
+                                   gpu::GetCudaSupport().reason + ")");
+  }
+  if (send_device.segment || recv_device.segment || checked.stream_ordered) {
+    std::atomic<uint32_t>* ready =
+        checked.stream_ordered ? &ring_view_.completions[d.completion].stream_ready : nullptr;
+    op->device = std::make_shared<DeviceStaging>(std::move(send_device), std::move(recv_device), ready);
+    if (ready) op->holds.push_back(ring_);  // `ready` lies in the ring
+  }
   return Status::Ok();
 }
 
 void Session::Complete(uint32_t completion, const Status& st) {
-  if (completion >= ipc::kCompletions || ring_.data() == nullptr) return;
+  if (completion >= ipc::kCompletions || ring_->data() == nullptr) return;
   ipc::Completion& c = ring_view_.completions[completion];
   c.code = static_cast<int32_t>(st.code());
   const size_t n = std::min(st.message().size(), sizeof c.message - 1);
@@ -567,6 +643,10 @@ void Session::Complete(uint32_t completion, const Status& st) {
   c.message[n] = '\0';
   c.state.store(ipc::kDone, std::memory_order_release);
   FutexWakeAll(&c.state);
+  // Releases the client's CUDA stream if the operation was stream-ordered
+  // (harmless otherwise): after the result, so that the stream's next work
+  // sees it.
+  c.stream_done.store(1, std::memory_order_release);
 }
 
 void Session::Close(const std::string& why) {
@@ -579,6 +659,7 @@ void Session::Close(const std::string& why) {
     for (auto& join : joins_) join->Cancel();  // their threads finish (and let go of this session) now
   }
   BATON_INFO(kClient, "client {} left: {}", Who(), why);
+  if (gate_) gate_->Stop();  // its operations end now instead of at their timeout
   boost::system::error_code ignored;
   socket_.close(ignored);
   if (doorbell_) doorbell_->close(ignored);

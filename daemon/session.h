@@ -22,6 +22,8 @@
 #include "daemon/communicator.h"
 #include "daemon/local_op.h"
 #include "daemon/options.h"
+#include "daemon/stream_gate.h"
+#include "gpu/device_segment.h"
 
 namespace baton {
 
@@ -51,6 +53,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void Complete(uint32_t completion, const Status& st);
 
  private:
+  static constexpr size_t kMaxDeviceSegments = 4096;  // registered GPU allocations per client
+
   struct Membership {
     std::shared_ptr<Communicator> comm;
     int rank = -1;
@@ -61,6 +65,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnHello(const ipc::HelloRequest& req);
   void OnMemAlloc(const ipc::MemAllocRequest& req);
   void OnMemFree(const ipc::MemFreeRequest& req);
+  void OnRegisterDevice(const ipc::RegisterDeviceRequest& req);
   void OnCommInit(const ipc::CommInitRequest& req);
   void OnCommSplit(const ipc::CommSplitRequest& req);
   void OnCommDestroy(const ipc::CommDestroyRequest& req);
@@ -71,8 +76,13 @@ class Session : public std::enable_shared_from_this<Session> {
   // options->progress_spin before going back to waiting for the next one.
   void PollRing(std::chrono::steady_clock::time_point until);
   Status Validate(const ipc::Descriptor& d, LocalOp* op, Membership* membership);
+  // A buffer in one of the client's shared-memory segments (*ptr, *hold)
+  // or in one of its registered GPU allocations (*device).
   Status ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const char* which, uint8_t** ptr,
-                       std::shared_ptr<Mapping>* hold);
+                       std::shared_ptr<Mapping>* hold, DeviceStaging::Side* device);
+  // Hands `op` to its communicator, through the StreamGate when it (or an
+  // earlier operation still in the gate) must wait for the client's stream.
+  void Route(LocalOp op, const Membership& m);
 
   // `text` is the reply's message when `st` is OK (Hello: the rendezvous address).
   void Reply(uint32_t request_id, const Status& st, uint64_t value = 0, int rank = 0, int nranks = 0,
@@ -100,7 +110,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
 
   // Submission ring (set up by Hello).
-  Mapping ring_;
+  // Shared so that operations waiting for a client's CUDA stream (which
+  // read their Completion slot) keep it mapped.
+  std::shared_ptr<Mapping> ring_ = std::make_shared<Mapping>();
   ipc::RingView ring_view_{};
   uint32_t ring_head_ = 0;  // our own copy; the shared one is for the client only
   std::unique_ptr<boost::asio::posix::stream_descriptor> doorbell_;
@@ -110,6 +122,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::mutex mu_;  // guards what worker threads touch: segments_, comms_, socket sends
   std::map<uint64_t, std::shared_ptr<Mapping>> segments_;
   uint64_t segment_bytes_ = 0;
+  // Registered GPU allocations (ids share next_segment_ with segments_),
+  // and the same by IPC handle so that each is opened only once.
+  std::map<uint64_t, std::shared_ptr<gpu::DeviceSegment>> device_segments_;
+  std::map<gpu::IpcHandle, uint64_t> device_by_handle_;
   uint64_t next_segment_ = 1;
   std::map<uint64_t, Membership> comms_;
   uint64_t next_comm_ = 1;
@@ -118,6 +134,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool client_counted_ = false;     // against AccessPolicy's per-user client count
   std::set<std::string> jobs_held_;  // references on AccessPolicy's jobs, dropped at the end
   std::vector<std::shared_ptr<JoinCancel>> joins_;  // rendezvous calls to abandon if the client leaves
+
+  // Created with the first GPU or stream-ordered operation (I/O thread only;
+  // stopped by Close, joined when the session goes).
+  std::unique_ptr<StreamGate> gate_;
 };
 
 }  // namespace baton

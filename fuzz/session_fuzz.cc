@@ -38,6 +38,7 @@ struct World {
     env.node_name = "fuzz";
     env.rendezvous = "127.0.0.1:1";
     env.access = &access;
+    env.services.pinned = gpu::PinnedPool::Create(0);
   }
 };
 

@@ -13,7 +13,7 @@ targets=("$@")
                              text_fuzz)
 build=${BATON_FUZZ_BUILD_DIR:-build-fuzz}
 
-CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_FUZZ=ON \
+CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_FUZZ=ON -DBATON_CUDA=OFF \
   -DBATON_BUILD_TESTS=OFF -DBATON_TORCH=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 

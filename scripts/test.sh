@@ -12,7 +12,7 @@ scripts/install-deps.sh
 scripts/build.sh -DBATON_TORCH=ON  # the PyTorch backend's tests are part of the suite
 (cd "${BATON_BUILD_DIR:-build}" && ctest --output-on-failure -j 2 --timeout 900)
 
-BATON_BUILD_DIR=build-asan scripts/build.sh -DBATON_SANITIZE=address,undefined -DBATON_TORCH=OFF
+BATON_BUILD_DIR=build-asan scripts/build.sh -DBATON_SANITIZE=address,undefined -DBATON_TORCH=OFF -DBATON_CUDA=OFF
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
    LSAN_OPTIONS="suppressions=$PWD/../tests/lsan.supp:print_suppressions=0" ctest --output-on-failure -j 2 --timeout 900)
 

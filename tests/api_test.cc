@@ -9,6 +9,7 @@
 #include <numeric>
 #include <thread>
 
+#include "gpu/cuda_support.h"
 #include "tests/rank_threads.h"
 
 namespace baton::test {
@@ -49,6 +50,37 @@ TEST_F(ApiTest, CommQueriesReportRankAndSize) {
               baton_comm_user_rank(comm, &r);
               baton_comm_count(comm, &n);
               RANK_EXPECT(r == rank && n == 4, rank, f, "rank/size " + std::to_string(r) + "/" + std::to_string(n));
+            }),
+            "");
+  f.Report();
+}
+
+// Without a GPU (or without CUDA in the build) the GPU entry points fail
+// with a clear error, and the communicator goes on serving host buffers.
+TEST_F(ApiTest, WithoutAGpuStreamCallsAndDeviceAllocationSayWhy) {
+  if (gpu::GetCudaSupport().available) GTEST_SKIP() << "a GPU is present: the gpu-labelled tests cover GPU use";
+  Failures f;
+  ASSERT_EQ(RunRanks(*cluster_, two_by_two_, UniqueJob("nogpu"), [&](int rank, baton_comm_t comm) {
+              void* dev = nullptr;
+              baton_result_t rc = baton_comm_mem_alloc_device(comm, &dev, 4096, 0);
+              std::string msg = baton_get_last_error(comm);
+              RANK_EXPECT(rc == baton_unavailable, rank, f, "baton_comm_mem_alloc_device gave " + std::to_string(rc));
+              RANK_EXPECT(msg.find("baton_comm_mem_alloc_device: baton_mem_alloc_device needs a GPU, but ") !=
+                              std::string::npos,
+                          rank, f, msg);
+              float x[3] = {1.0f * rank, 2.0f, 3.0f};
+              rc = baton_allreduce_stream(x, x, 3, baton_float32, baton_sum, comm, nullptr);
+              msg = baton_get_last_error(comm);
+              RANK_EXPECT(rc == baton_unavailable, rank, f, "baton_allreduce_stream gave " + std::to_string(rc));
+              RANK_EXPECT(msg.find("allreduce on a CUDA stream: a stream-ordered operation needs a GPU, but ") !=
+                              std::string::npos,
+                          rank, f, msg);
+              // Nothing was queued: the communicator still works, sequence intact.
+              rc = baton_allreduce(x, x, 3, baton_float32, baton_sum, comm, nullptr);
+              RANK_EXPECT(rc == baton_success, rank, f, baton_get_last_error(comm));
+              RANK_EXPECT(x[0] == 6.0f && x[1] == 8.0f && x[2] == 12.0f, rank, f,
+                          "allreduce after the refused calls gave " + std::to_string(x[0]) + " " +
+                              std::to_string(x[1]) + " " + std::to_string(x[2]));
             }),
             "");
   f.Report();

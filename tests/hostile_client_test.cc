@@ -11,6 +11,7 @@
 #include "client/src/daemon_connection.h"
 #include "common/ipc_protocol.h"
 #include "common/types.h"
+#include "gpu/cuda_support.h"
 #include "tests/rank_threads.h"
 
 namespace baton::test {
@@ -132,6 +133,37 @@ TEST_F(HostileClient, UnknownDataTypeReductionAndCollectiveAreRejected) {
   d.collective = static_cast<uint32_t>(Collective::kSplit);  // internal only
   st = Submit(d);
   EXPECT_NE(st.message().find("unknown collective 11"), std::string::npos) << st.message();
+  ExpectDaemonServes();
+}
+
+TEST_F(HostileClient, UnknownFlagsAreRejected) {
+  ipc::Descriptor d = AllReduce(NewComm(), Segment(4096), 4);
+  d.flags = 0x80000002u;
+  Status st = Submit(d);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("unknown descriptor flags 0x80000002"), std::string::npos) << st.message();
+  ExpectDaemonServes();
+}
+
+// Without a usable GPU, the GPU parts of the protocol are refused with the
+// reason, and nothing waits for a CUDA stream that cannot exist.
+TEST_F(HostileClient, GpuRequestsWithoutAGpuAreRefusedWithTheReason) {
+  if (gpu::GetCudaSupport().available) GTEST_SKIP() << "a GPU is present";
+  ipc::RegisterDeviceRequest reg{};
+  reg.h.type = static_cast<uint32_t>(ipc::MsgType::kRegisterDevice);
+  std::memset(reg.ipc_handle, 0xAB, sizeof reg.ipc_handle);  // not a handle of anything
+  reg.size = 1 << 20;
+  ipc::Reply reply;
+  Status st = conn_->Call(&reg, sizeof reg, &reply);
+  EXPECT_EQ(st.code(), Code::kUnavailable) << st.ToString();
+  EXPECT_NE(st.message().find("a device buffer needs a GPU, but "), std::string::npos) << st.message();
+
+  ipc::Descriptor d = AllReduce(NewComm(), Segment(4096), 4);
+  d.flags = ipc::kDescStreamOrdered;
+  st = Submit(d);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("stream-ordered operation, but this batond cannot use a GPU"), std::string::npos)
+      << st.message();
   ExpectDaemonServes();
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -13,6 +14,8 @@
 #include "client/src/daemon_connection.h"
 #include "common/futex.h"
 #include "common/types.h"
+#include "gpu/device_memory.h"
+#include "gpu/stream_flags.h"
 
 using baton::Code;
 using baton::Collective;
@@ -34,6 +37,10 @@ struct baton_comm {
   std::mutex mu;          // orders sequence numbers with ring order
   uint64_t next_seq = 1;  // next collective sequence number
   std::atomic<int> async_error{baton_success};
+  // Stream-ordered operations whose completion slot the stream may still
+  // touch (oldest first), and the first error one of them reported (mu).
+  std::deque<baton_request*> stream_ops;
+  std::string async_message;
 };
 
 struct baton_request {
@@ -131,12 +138,91 @@ baton_result_t WaitRequest(baton_request* req, int timeout_ms) {
   return baton_success;
 }
 
-// Resolves a user buffer to a segment reference, staging it if needed.
-Status Place(baton_request* req, const void* user, uint64_t bytes, bool copy_in, bool copy_out, ipc::BufferRef* ref,
-             void** staged_out) {
+// Stream-ordered calls: when `on_stream`, the operation is ordered on
+// `stream` (a cudaStream_t; nullptr is the legacy default stream).
+struct StreamOrder {
+  bool on_stream = false;
+  void* stream = nullptr;
+};
+
+// Frees the slots of stream-ordered operations that the stream went past
+// (oldest first), noting the first error as the communicator's async error.
+// With `wait`, waits for all of them. If the daemon died, releases the
+// stream from the host instead: its waits would never end.
+void ReapStreamOps(baton_comm* comm, bool wait) {
+  std::lock_guard<std::mutex> lock(comm->mu);
+  while (!comm->stream_ops.empty()) {
+    baton_request* req = comm->stream_ops.front();
+    ipc::Completion& c = comm->conn->completion(req->slot);
+    const bool finished = c.state.load(std::memory_order_acquire) == ipc::kDone;
+    const bool released = c.stream_released.load(std::memory_order_acquire) != 0;
+    if (!finished || !released) {
+      if (!comm->conn->DaemonAlive()) {
+        int expected = baton_success;
+        if (comm->async_error.compare_exchange_strong(expected, baton_unavailable)) {
+          comm->async_message = "batond at " + comm->conn->socket_path() +
+                                " closed the connection with stream-ordered operations in flight; their results "
+                                "are undefined. Restart it and recreate the communicator";
+        }
+        for (baton_request* r : comm->stream_ops) {
+          comm->conn->completion(r->slot).stream_done.store(1, std::memory_order_release);
+          comm->conn->Orphan(r->slot);  // the connection is dead: never reused
+          delete r;
+        }
+        comm->stream_ops.clear();
+        return;
+      }
+      if (!wait) return;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    if (c.code != baton_success) {
+      int expected = baton_success;
+      if (comm->async_error.compare_exchange_strong(expected, c.code)) comm->async_message = c.message;
+    }
+    comm->stream_ops.pop_front();
+    ReleaseRequest(req);
+  }
+}
+
+// Enqueues the stream's side of a stream-ordered operation: say when it
+// got here, wait for batond, say it went past.
+Status EnqueueStreamSide(DaemonConnection* conn, uint32_t slot, void* stream) {
+  ipc::Completion& c = conn->completion(slot);
+  c.stream_ready.store(0, std::memory_order_relaxed);
+  c.stream_done.store(0, std::memory_order_relaxed);
+  c.stream_released.store(0, std::memory_order_release);
+  BATON_RETURN_IF_ERROR(baton::gpu::StreamWriteFlag(stream, &c.stream_ready, 1));
+  BATON_RETURN_IF_ERROR(baton::gpu::StreamWaitFlag(stream, &c.stream_done, 1));
+  return baton::gpu::StreamWriteFlag(stream, &c.stream_released, 1);
+}
+
+// Resolves a user buffer to a segment reference: shared memory, a GPU
+// allocation (registered with the daemon on first use), or else a staging
+// copy (not for stream-ordered calls: the copy would happen now, before the
+// stream produced the data).
+Status Place(baton_request* req, const void* user, uint64_t bytes, bool copy_in, bool copy_out, bool on_stream,
+             ipc::BufferRef* ref, void** staged_out) {
   DaemonConnection* conn = req->comm->conn;
   if (bytes == 0) return Status::Ok();
   if (conn->Lookup(user, bytes, ref)) return Status::Ok();
+  baton::gpu::DevicePointer dev;
+  BATON_RETURN_IF_ERROR(baton::gpu::QueryPointer(user, &dev));
+  if (dev.on_device) {
+    const auto p = reinterpret_cast<uintptr_t>(user);
+    if (p - dev.base > dev.size || bytes > dev.size - (p - dev.base)) {
+      return Status::InvalidArgument("GPU buffer of " + std::to_string(bytes) + " bytes runs past the end of its " +
+                                     std::to_string(dev.size) + "-byte allocation");
+    }
+    uint64_t segment = 0;
+    BATON_RETURN_IF_ERROR(conn->RegisterDevice(dev, &segment));
+    *ref = {segment, p - dev.base};
+    return Status::Ok();
+  }
+  if (on_stream) {
+    return Status::InvalidArgument("a stream-ordered call needs GPU buffers or host buffers from baton_mem_alloc; "
+                                   "this host buffer would have to be copied before the stream produced it");
+  }
   void* staged = nullptr;
   BATON_RETURN_IF_ERROR(conn->AcquireStaging(bytes, &staged));
   req->staged.push_back(staged);
@@ -148,9 +234,17 @@ Status Place(baton_request* req, const void* user, uint64_t bytes, bool copy_in,
 }
 
 baton_result_t Submit(Collective coll, const void* send, void* recv, size_t count, baton_datatype_t dtype,
-                      baton_redop_t op, int root, baton_comm_t comm, baton_request_t* out) {
+                      baton_redop_t op, int root, baton_comm_t comm, baton_request_t* out,
+                      StreamOrder stream = {}) {
   const char* name = baton::CollectiveName(coll);
   if (comm == nullptr) return Fail(Code::kInvalidArgument, std::string(name) + ": communicator is NULL");
+  ReapStreamOps(comm, /*wait=*/false);
+  if (stream.on_stream) {
+    // Checked before anything is queued, so that failing here leaves
+    // nothing behind.
+    Status usable = comm->conn->EnableStreamOrdering(stream.stream);
+    if (!usable.ok()) return Fail(usable.WithContext(std::string(name) + " on a CUDA stream: "));
+  }
   if (!baton::IsValidDataType(static_cast<uint32_t>(dtype))) {
     return Fail(Code::kInvalidArgument, std::string(name) + ": unknown datatype " + std::to_string(dtype));
   }
@@ -199,30 +293,44 @@ baton_result_t Submit(Collective coll, const void* send, void* recv, size_t coun
   d.count = count;
   d.completion = req->slot;
   void* staged_send = nullptr;
-  st = Place(req, send, send_bytes, /*copy_in=*/true, /*copy_out=*/false, &d.send, &staged_send);
+  st = Place(req, send, send_bytes, /*copy_in=*/true, /*copy_out=*/false, stream.on_stream, &d.send, &staged_send);
   if (st.ok()) {
     if (recv == send && staged_send != nullptr && recv_bytes == send_bytes) {
       // In place on an unregistered buffer: one staging buffer for both.
       d.recv = d.send;
       req->copy_out.push_back({recv, staged_send, recv_bytes});
     } else {
-      st = Place(req, recv, recv_bytes, /*copy_in=*/false, /*copy_out=*/true, &d.recv, nullptr);
+      st = Place(req, recv, recv_bytes, /*copy_in=*/false, /*copy_out=*/true, stream.on_stream, &d.recv, nullptr);
     }
   }
   if (!st.ok()) {
     ReleaseRequest(req);
     return Fail(st.WithContext(std::string(name) + ": "));
   }
+  if (stream.on_stream) {
+    st = EnqueueStreamSide(comm->conn, req->slot, stream.stream);
+    if (!st.ok()) {
+      // Part of it may be on the stream already and write the slot later:
+      // never reuse it.
+      comm->conn->Orphan(req->slot);
+      for (void* p : req->staged) comm->conn->ReleaseStaging(p);
+      delete req;
+      return Fail(st.WithContext(std::string(name) + ": "));
+    }
+    d.flags |= ipc::kDescStreamOrdered;
+  }
   {
     std::lock_guard<std::mutex> lock(comm->mu);
     if (!p2p) d.seq = comm->next_seq++;
     comm->conn->Enqueue(d);
+    if (stream.on_stream) comm->stream_ops.push_back(req);  // reaped once the stream went past it
   }
   if (t_group_depth > 0) {
     t_group_doorbells.push_back(comm->conn);
   } else {
     comm->conn->RingDoorbell();
   }
+  if (stream.on_stream) return baton_success;  // the host never waits
   if (out != nullptr) {
     *out = req;
     return baton_success;
@@ -236,12 +344,20 @@ baton_result_t Submit(Collective coll, const void* send, void* recv, size_t coun
 
 baton_result_t Destroy(baton_comm_t comm, bool abort) {
   if (comm == nullptr) return Fail(Code::kInvalidArgument, "communicator is NULL");
+  // Destroy lets stream-ordered operations finish first (as a destroy
+  // after blocking calls would); abort fails them, and their slots are
+  // reused only once the daemon and the stream are done with them.
+  if (!abort) ReapStreamOps(comm, /*wait=*/true);
   ipc::CommDestroyRequest req{};
   req.h.type = static_cast<uint32_t>(ipc::MsgType::kCommDestroy);
   req.comm = comm->handle;
   req.abort = abort ? 1 : 0;
   ipc::Reply reply;
   Status st = comm->conn->Call(&req, sizeof req, &reply);
+  for (baton_request* r : comm->stream_ops) {
+    comm->conn->Orphan(r->slot);
+    delete r;
+  }
   delete comm;
   return st.ok() ? baton_success : Fail(st);
 }
@@ -369,7 +485,12 @@ baton_result_t baton_comm_abort(baton_comm_t comm) { return Destroy(comm, true);
 
 baton_result_t baton_comm_get_async_error(baton_comm_t comm, baton_result_t* error) {
   if (comm == nullptr || error == nullptr) return Fail(Code::kInvalidArgument, "NULL argument");
+  ReapStreamOps(comm, /*wait=*/false);  // stream-ordered operations report their errors here
   *error = static_cast<baton_result_t>(comm->async_error.load());
+  if (*error != baton_success) {
+    std::lock_guard<std::mutex> lock(comm->mu);
+    if (!comm->async_message.empty()) t_last_error = comm->async_message;
+  }
   return baton_success;
 }
 
@@ -391,6 +512,24 @@ baton_result_t baton_mem_alloc(void** ptr, size_t size) {
   Status st = DaemonConnection::Default(EnvOr(nullptr, "BATON_SOCKET", "/run/baton/batond.sock"), &conn);
   if (st.ok()) st = conn->Alloc(size, ptr);
   return st.ok() ? baton_success : Fail(st);
+}
+
+baton_result_t baton_mem_alloc_device(void** ptr, size_t size, int device) {
+  if (ptr == nullptr || size == 0) {
+    return Fail(Code::kInvalidArgument, "baton_mem_alloc_device: NULL pointer or zero size");
+  }
+  DaemonConnection* conn = nullptr;
+  Status st = DaemonConnection::Default(EnvOr(nullptr, "BATON_SOCKET", "/run/baton/batond.sock"), &conn);
+  if (st.ok()) st = conn->AllocDevice(device, size, ptr);
+  return st.ok() ? baton_success : Fail(st.WithContext("baton_mem_alloc_device: "));
+}
+
+baton_result_t baton_comm_mem_alloc_device(baton_comm_t comm, void** ptr, size_t size, int device) {
+  if (comm == nullptr || ptr == nullptr || size == 0) {
+    return Fail(Code::kInvalidArgument, "baton_comm_mem_alloc_device: NULL argument or zero size");
+  }
+  Status st = comm->conn->AllocDevice(device, size, ptr);
+  return st.ok() ? baton_success : Fail(st.WithContext("baton_comm_mem_alloc_device: "));
 }
 
 baton_result_t baton_get_daemon_rendezvous(char* address, size_t size) {
@@ -463,6 +602,47 @@ baton_result_t baton_recv(void* r, size_t count, baton_datatype_t t, int peer, b
 }
 baton_result_t baton_barrier(baton_comm_t comm, baton_request_t* req) {
   return Submit(Collective::kBarrier, nullptr, nullptr, 0, baton_uint8, baton_sum, -1, comm, req);
+}
+
+baton_result_t baton_allreduce_stream(const void* s, void* r, size_t count, baton_datatype_t t, baton_redop_t op,
+                                      baton_comm_t comm, baton_stream_t stream) {
+  return Submit(Collective::kAllReduce, s, r, count, t, op, -1, comm, nullptr, {true, stream});
+}
+baton_result_t baton_broadcast_stream(const void* s, void* r, size_t count, baton_datatype_t t, int root,
+                                      baton_comm_t comm, baton_stream_t stream) {
+  return Submit(Collective::kBroadcast, s, r, count, t, baton_sum, root, comm, nullptr, {true, stream});
+}
+baton_result_t baton_reduce_stream(const void* s, void* r, size_t count, baton_datatype_t t, baton_redop_t op,
+                                   int root, baton_comm_t comm, baton_stream_t stream) {
+  return Submit(Collective::kReduce, s, r, count, t, op, root, comm, nullptr, {true, stream});
+}
+baton_result_t baton_allgather_stream(const void* s, void* r, size_t count, baton_datatype_t t, baton_comm_t comm,
+                                      baton_stream_t stream) {
+  return Submit(Collective::kAllGather, s, r, count, t, baton_sum, -1, comm, nullptr, {true, stream});
+}
+baton_result_t baton_reducescatter_stream(const void* s, void* r, size_t count, baton_datatype_t t, baton_redop_t op,
+                                          baton_comm_t comm, baton_stream_t stream) {
+  return Submit(Collective::kReduceScatter, s, r, count, t, op, -1, comm, nullptr, {true, stream});
+}
+baton_result_t baton_scatter_stream(const void* s, void* r, size_t count, baton_datatype_t t, int root,
+                                    baton_comm_t comm, baton_stream_t stream) {
+  return Submit(Collective::kScatter, s, r, count, t, baton_sum, root, comm, nullptr, {true, stream});
+}
+baton_result_t baton_gather_stream(const void* s, void* r, size_t count, baton_datatype_t t, int root,
+                                   baton_comm_t comm, baton_stream_t stream) {
+  return Submit(Collective::kGather, s, r, count, t, baton_sum, root, comm, nullptr, {true, stream});
+}
+baton_result_t baton_alltoall_stream(const void* s, void* r, size_t count, baton_datatype_t t, baton_comm_t comm,
+                                     baton_stream_t stream) {
+  return Submit(Collective::kAllToAll, s, r, count, t, baton_sum, -1, comm, nullptr, {true, stream});
+}
+baton_result_t baton_send_stream(const void* s, size_t count, baton_datatype_t t, int peer, baton_comm_t comm,
+                                 baton_stream_t stream) {
+  return Submit(Collective::kSend, s, nullptr, count, t, baton_sum, peer, comm, nullptr, {true, stream});
+}
+baton_result_t baton_recv_stream(void* r, size_t count, baton_datatype_t t, int peer, baton_comm_t comm,
+                                 baton_stream_t stream) {
+  return Submit(Collective::kRecv, nullptr, r, count, t, baton_sum, peer, comm, nullptr, {true, stream});
 }
 
 baton_result_t baton_wait(baton_request_t request, int timeout_ms) { return WaitRequest(request, timeout_ms); }

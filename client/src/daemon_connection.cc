@@ -49,8 +49,10 @@ Status DaemonConnection::FreeAnywhere(void* ptr) {
   }
   for (DaemonConnection* c : conns) {
     if (c->Owns(ptr)) return c->Free(ptr);
+    if (c->OwnsDevice(ptr)) return c->FreeDevice(ptr);
   }
-  return Status::InvalidArgument("baton_mem_free: pointer was not returned by baton_mem_alloc");
+  return Status::InvalidArgument("baton_mem_free: pointer was not returned by baton_mem_alloc or "
+                                 "baton_mem_alloc_device");
 }
 
 bool DaemonConnection::Owns(const void* ptr) const {
@@ -183,6 +185,91 @@ Status DaemonConnection::Free(void* ptr) {
   return Call(&req, sizeof req, &reply);
 }
 
+Status DaemonConnection::RegisterDevice(const gpu::DevicePointer& p, uint64_t* segment) {
+  {
+    std::lock_guard<std::mutex> lock(seg_mu_);
+    if (auto it = device_segments_.find(p.buffer_id); it != device_segments_.end()) {
+      *segment = it->second;
+      return Status::Ok();
+    }
+  }
+  ipc::RegisterDeviceRequest req{};
+  req.h.type = static_cast<uint32_t>(ipc::MsgType::kRegisterDevice);
+  gpu::IpcHandle handle;
+  gpu::DeviceUuid uuid;
+  BATON_RETURN_IF_ERROR(gpu::ExportAllocation(p, &handle, &uuid));
+  std::memcpy(req.ipc_handle, handle.data(), handle.size());
+  std::memcpy(req.device_uuid, uuid.data(), uuid.size());
+  req.size = p.size;
+  ipc::Reply reply;
+  BATON_RETURN_IF_ERROR(Call(&req, sizeof req, &reply));
+  std::lock_guard<std::mutex> lock(seg_mu_);
+  device_segments_[p.buffer_id] = reply.value;
+  *segment = reply.value;
+  return Status::Ok();
+}
+
+Status DaemonConnection::AllocDevice(int device, size_t size, void** ptr) {
+  void* p = nullptr;
+  BATON_RETURN_IF_ERROR(gpu::AllocateDevice(device, size, &p));
+  gpu::DevicePointer info;
+  uint64_t segment = 0;
+  Status st = gpu::QueryPointer(p, &info);
+  if (st.ok()) st = RegisterDevice(info, &segment);
+  if (!st.ok()) {
+    (void)gpu::FreeDevice(p);
+    return st;
+  }
+  std::lock_guard<std::mutex> lock(seg_mu_);
+  device_allocs_[reinterpret_cast<uintptr_t>(p)] = info.buffer_id;
+  *ptr = p;
+  return Status::Ok();
+}
+
+bool DaemonConnection::OwnsDevice(const void* ptr) const {
+  std::lock_guard<std::mutex> lock(seg_mu_);
+  return device_allocs_.count(reinterpret_cast<uintptr_t>(ptr)) > 0;
+}
+
+Status DaemonConnection::FreeDevice(void* ptr) {
+  uint64_t segment = 0;
+  {
+    std::lock_guard<std::mutex> lock(seg_mu_);
+    auto it = device_allocs_.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == device_allocs_.end()) {
+      return Status::InvalidArgument("baton_mem_free: pointer was not returned by baton_mem_alloc_device");
+    }
+    if (auto reg = device_segments_.find(it->second); reg != device_segments_.end()) {
+      segment = reg->second;
+      device_segments_.erase(reg);
+    }
+    device_allocs_.erase(it);
+  }
+  // The daemon closes its mapping first (once operations in flight let go),
+  // then the memory goes back to CUDA.
+  Status st = Status::Ok();
+  if (segment != 0) {
+    ipc::MemFreeRequest req{};
+    req.h.type = static_cast<uint32_t>(ipc::MsgType::kMemFree);
+    req.segment = segment;
+    ipc::Reply reply;
+    st = Call(&req, sizeof req, &reply);
+  }
+  Status freed = gpu::FreeDevice(ptr);
+  return st.ok() ? freed : st;
+}
+
+Status DaemonConnection::EnableStreamOrdering(void* stream) {
+  std::lock_guard<std::mutex> lock(gpu_mu_);
+  if (ring_for_gpu_.registered()) return Status::Ok();
+  return ring_for_gpu_.Register(ring_.data(), ring_.size(), stream);
+}
+
+void DaemonConnection::Orphan(uint32_t slot) {
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  orphans_.push_back(slot);
+}
+
 bool DaemonConnection::Lookup(const void* ptr, uint64_t bytes, ipc::BufferRef* ref) const {
   const auto p = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard<std::mutex> lock(seg_mu_);
@@ -217,6 +304,12 @@ void DaemonConnection::ReleaseStaging(void* ptr) {
 
 Status DaemonConnection::AcquireCompletion(uint32_t* slot) {
   std::lock_guard<std::mutex> lock(slot_mu_);
+  std::erase_if(orphans_, [&](uint32_t s) {
+    const ipc::Completion& c = completion(s);
+    if (c.state.load(std::memory_order_acquire) != ipc::kDone || c.stream_released.load() == 0) return false;
+    free_slots_.push_back(s);
+    return true;
+  });
   if (free_slots_.empty()) {
     return Status::Exhausted("more than " + std::to_string(ipc::kCompletions) +
                              " operations in flight in this process: wait for some before issuing more");

@@ -15,6 +15,8 @@
 #include "common/mapping.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
+#include "gpu/device_memory.h"
+#include "gpu/stream_flags.h"
 
 namespace baton::client {
 
@@ -26,7 +28,8 @@ class DaemonConnection {
   static Status Get(const std::string& socket_path, DaemonConnection** out);
   // The first connection this process made, or a new one to `socket_path`.
   static Status Default(const std::string& socket_path, DaemonConnection** out);
-  // Frees `ptr` on whichever connection allocated it.
+  // Frees `ptr` on whichever connection allocated it (shared memory, or
+  // device memory from baton_mem_alloc_device).
   static Status FreeAnywhere(void* ptr);
 
   // A control request/reply round trip. `fds` receives any passed fds.
@@ -38,6 +41,23 @@ class DaemonConnection {
   bool Owns(const void* ptr) const;
   // The segment reference of [ptr, ptr+bytes) if it lies in one segment.
   bool Lookup(const void* ptr, uint64_t bytes, ipc::BufferRef* ref) const;
+
+  // GPU memory. The segment id under which the daemon knows the allocation
+  // holding `p` (registered on first use, then cached by the driver's
+  // buffer id, which is never reused).
+  Status RegisterDevice(const gpu::DevicePointer& p, uint64_t* segment);
+  // Device memory for baton_mem_alloc_device; registered at once.
+  Status AllocDevice(int device, size_t size, void** ptr);
+  bool OwnsDevice(const void* ptr) const;
+  Status FreeDevice(void* ptr);
+  // Registers the completion slots with CUDA (once, in the context of
+  // `stream`; portable, so every GPU can use them) so that streams can
+  // write and wait for their stream_* words.
+  Status EnableStreamOrdering(void* stream);
+  // A completion slot of a stream-ordered operation whose communicator is
+  // gone before the slot could be reused: freed by AcquireCompletion once
+  // the daemon finished the operation and the stream passed its wait.
+  void Orphan(uint32_t slot);
 
   // Staging buffers for pointers outside every segment (pooled).
   Status AcquireStaging(uint64_t bytes, void** ptr);
@@ -94,9 +114,15 @@ class DaemonConnection {
   std::map<uintptr_t, Segment> segments_;                // by base address
   std::multimap<uint64_t, void*> staging_free_;          // capacity -> buffer
 
+  std::map<uint64_t, uint64_t> device_segments_;    // driver buffer id -> segment id (seg_mu_)
+  std::map<uintptr_t, uint64_t> device_allocs_;     // baton_mem_alloc_device pointers -> buffer id (seg_mu_)
+
   std::mutex ring_mu_;
   std::mutex slot_mu_;
   std::vector<uint32_t> free_slots_;
+  std::vector<uint32_t> orphans_;  // slot_mu_
+  std::mutex gpu_mu_;
+  gpu::HostRegistration ring_for_gpu_;  // gpu_mu_
 };
 
 }  // namespace baton::client

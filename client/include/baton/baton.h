@@ -13,6 +13,13 @@
  *     with baton_wait or baton_test. Buffers must stay untouched until then.
  * Operations of one communicator complete in the order they were issued.
  *
+ * GPU buffers (docs/gpu.md): a pointer to CUDA device memory (cudaMalloc,
+ * or baton_mem_alloc_device) works in every collective; the daemon opens
+ * the allocation once through CUDA IPC. With the calls above the device
+ * data must be ready when the call is made (synchronise first). The
+ * *_stream variants below instead order the operation on a CUDA stream,
+ * as NCCL does, and never block the host.
+ *
  * Errors: every function returns a baton_result_t; baton_get_last_error()
  * returns the message of the calling thread's last failure (which rank,
  * which node, which operation, and what to do).
@@ -53,6 +60,7 @@ typedef enum {
 typedef enum { baton_sum = 0, baton_prod = 1, baton_min = 2, baton_max = 3, baton_avg = 4 } baton_redop_t;
 
 typedef struct baton_comm* baton_comm_t;
+typedef void* baton_stream_t; /* a cudaStream_t (NULL: the legacy default stream) */
 typedef struct baton_request* baton_request_t;
 
 /* Communicator settings. Zero/NULL fields take the environment's value
@@ -104,6 +112,12 @@ const char* baton_get_last_error(baton_comm_t comm);
  * BATON_SOCKET); baton_comm_mem_alloc the daemon serving `comm`. */
 baton_result_t baton_mem_alloc(void** ptr, size_t size);
 baton_result_t baton_comm_mem_alloc(baton_comm_t comm, void** ptr, size_t size);
+/* Device memory on CUDA device `device` (this process's ordinal), from
+ * cudaMalloc and registered with the daemon at once, so that the first
+ * collective on it pays no registration. Free with baton_mem_free. The
+ * comm_ form registers with the daemon serving `comm`, as above. */
+baton_result_t baton_mem_alloc_device(void** ptr, size_t size, int device);
+baton_result_t baton_comm_mem_alloc_device(baton_comm_t comm, void** ptr, size_t size, int device);
 baton_result_t baton_mem_free(void* ptr);
 
 /* Collectives. Counts are in elements. In-place: pass the same pointer
@@ -135,6 +149,38 @@ baton_result_t baton_send(const void* sendbuf, size_t count, baton_datatype_t da
 baton_result_t baton_recv(void* recvbuf, size_t count, baton_datatype_t datatype, int peer, baton_comm_t comm,
                           baton_request_t* request);
 baton_result_t baton_barrier(baton_comm_t comm, baton_request_t* request);
+
+/* Stream-ordered collectives (buffers in GPU memory, or from baton_mem_alloc).
+ * The call returns at once; the operation is ordered on `stream`:
+ *   - it reads its input only after all work queued on `stream` before the
+ *     call has completed;
+ *   - work queued on `stream` after the call starts only after the
+ *     operation completed and its output is in place;
+ *   - the host thread never waits.
+ * Failures surface through baton_comm_get_async_error (the stream is
+ * released either way; the output is then undefined). Operations of one
+ * communicator, stream-ordered or not, still run in issue order. */
+baton_result_t baton_allreduce_stream(const void* sendbuf, void* recvbuf, size_t count, baton_datatype_t datatype,
+                                      baton_redop_t op, baton_comm_t comm, baton_stream_t stream);
+baton_result_t baton_broadcast_stream(const void* sendbuf, void* recvbuf, size_t count, baton_datatype_t datatype,
+                                      int root, baton_comm_t comm, baton_stream_t stream);
+baton_result_t baton_reduce_stream(const void* sendbuf, void* recvbuf, size_t count, baton_datatype_t datatype,
+                                   baton_redop_t op, int root, baton_comm_t comm, baton_stream_t stream);
+baton_result_t baton_allgather_stream(const void* sendbuf, void* recvbuf, size_t sendcount,
+                                      baton_datatype_t datatype, baton_comm_t comm, baton_stream_t stream);
+baton_result_t baton_reducescatter_stream(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                          baton_datatype_t datatype, baton_redop_t op, baton_comm_t comm,
+                                          baton_stream_t stream);
+baton_result_t baton_scatter_stream(const void* sendbuf, void* recvbuf, size_t recvcount, baton_datatype_t datatype,
+                                    int root, baton_comm_t comm, baton_stream_t stream);
+baton_result_t baton_gather_stream(const void* sendbuf, void* recvbuf, size_t sendcount, baton_datatype_t datatype,
+                                   int root, baton_comm_t comm, baton_stream_t stream);
+baton_result_t baton_alltoall_stream(const void* sendbuf, void* recvbuf, size_t count, baton_datatype_t datatype,
+                                     baton_comm_t comm, baton_stream_t stream);
+baton_result_t baton_send_stream(const void* sendbuf, size_t count, baton_datatype_t datatype, int peer,
+                                 baton_comm_t comm, baton_stream_t stream);
+baton_result_t baton_recv_stream(void* recvbuf, size_t count, baton_datatype_t datatype, int peer, baton_comm_t comm,
+                                 baton_stream_t stream);
 
 /* Waits up to timeout_ms (negative: no limit). On completion (success or
  * failure) the request is released; on baton_in_progress it stays valid. */

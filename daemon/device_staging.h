@@ -1,0 +1,62 @@
+// DeviceStaging: what batond does around one rank's operation whose buffers
+// are (partly) in GPU memory, or that is ordered on the client's CUDA
+// stream.
+//
+// Before the collective (Prepare, on the session's StreamGate thread):
+//   1. stream-ordered: wait until the client's stream reached the operation
+//      (Completion::stream_ready), so that kernels the client queued before
+//      it have written the input;
+//   2. device input: copy it into pinned host memory from the daemon's pool;
+//      the collective then runs on host memory, like any other, on every
+//      transport (this is the staging path: docs/gpu.md);
+// after it (Conclude, from LocalOp::Finish): copy the host result into the
+// device receive buffer. Completion::stream_done is written by
+// Session::Complete after that, which releases the client's stream.
+//
+// A rank's send and receive buffers that overlap in one allocation (in-place
+// calls) share one staging buffer, so in-place stays in-place.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+
+#include "common/status.h"
+#include "daemon/executor.h"
+#include "gpu/device_segment.h"
+#include "gpu/pinned_pool.h"
+
+namespace baton {
+
+class DeviceStaging {
+ public:
+  struct Side {
+    std::shared_ptr<gpu::DeviceSegment> segment;  // null: this side is host memory (or absent)
+    uint8_t* device_ptr = nullptr;
+  };
+
+  // `ready`: the Completion word the client's stream sets; null when the
+  // operation is not stream-ordered.
+  DeviceStaging(Side send, Side recv, std::atomic<uint32_t>* ready) : send_(std::move(send)), recv_(std::move(recv)),
+                                                                      ready_(ready) {}
+
+  // Steps 1 and 2 above; points `bufs` at the staging memory. Timeout when
+  // the stream does not get there by `deadline`; Aborted once `cancel` is set.
+  Status Prepare(gpu::PinnedPool& pool, RankBuffers* bufs, std::chrono::steady_clock::time_point deadline,
+                 const std::atomic<bool>& cancel);
+  // Copies the result (bufs.recv) back to the device receive buffer.
+  Status Conclude(const RankBuffers& bufs) const;
+
+  bool stream_ordered() const { return ready_ != nullptr; }
+
+ private:
+  Status WaitForStream(std::chrono::steady_clock::time_point deadline, const std::atomic<bool>& cancel) const;
+
+  Side send_;
+  Side recv_;
+  std::atomic<uint32_t>* ready_;
+  gpu::PinnedLease send_host_;
+  gpu::PinnedLease recv_host_;
+};
+
+}  // namespace baton

@@ -1,0 +1,41 @@
+// DeviceSegment: a client's GPU allocation opened in batond through CUDA
+// IPC, closed on destruction. Opening is expensive (it maps the memory into
+// this process), so a session opens each allocation once and keeps it until
+// the client frees it or disconnects.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "common/status.h"
+#include "gpu/device_memory.h"
+
+namespace baton::gpu {
+
+class DeviceSegment {
+ public:
+  // Opens the allocation `handle` on the device named `uuid`. `claimed_size`
+  // is what the client says the allocation holds; it must not exceed what
+  // the driver reports after opening.
+  static Status Open(const IpcHandle& handle, const DeviceUuid& uuid, uint64_t claimed_size,
+                     std::unique_ptr<DeviceSegment>* out);
+  ~DeviceSegment();
+  DeviceSegment(const DeviceSegment&) = delete;
+  DeviceSegment& operator=(const DeviceSegment&) = delete;
+
+  uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  int device() const { return device_; }
+
+ private:
+  DeviceSegment(uint8_t* data, uint64_t size, int device) : data_(data), size_(size), device_(device) {}
+
+  uint8_t* data_;
+  uint64_t size_;
+  int device_;
+};
+
+// This process's ordinal of the device named `uuid`.
+Status FindDevice(const DeviceUuid& uuid, int* device);
+
+}  // namespace baton::gpu

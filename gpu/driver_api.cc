@@ -1,0 +1,77 @@
+#include "gpu/driver_api.h"
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_support.h"
+
+namespace baton::gpu {
+namespace {
+
+// The ABI version of the entry points we want: CUDA 12.0 signatures.
+constexpr unsigned kDriverAbi = 12000;
+
+template <typename Fn>
+Status Lookup(const char* symbol, Fn* out) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  Status st = FromCuda(cudaGetDriverEntryPointByVersion(symbol, &fn, kDriverAbi, cudaEnableDefault, &found),
+                       std::string("looking up the CUDA driver's ") + symbol);
+  if (st.ok() && (found != cudaDriverEntryPointSuccess || fn == nullptr)) {
+    st = Status::Unavailable(std::string("the CUDA driver has no ") + symbol + " (driver older than CUDA 12?)");
+  }
+  if (st.ok()) *out = reinterpret_cast<Fn>(fn);
+  return st;
+}
+
+}  // namespace
+
+Status GetDriverApi(const DriverApi** out) {
+  static Status status;
+  static const DriverApi api = [] {
+    DriverApi a;
+    status = RequireCuda("a CUDA driver call");
+    auto get = [&](const char* symbol, auto* fn) {
+      if (status.ok()) status = Lookup(symbol, fn);
+    };
+    get("cuMemGetAddressRange", &a.mem_get_address_range);
+    get("cuPointerGetAttribute", &a.pointer_get_attribute);
+    get("cuIpcGetMemHandle", &a.ipc_get_mem_handle);
+    get("cuDeviceGet", &a.device_get);
+    get("cuDeviceGetUuid", &a.device_get_uuid);
+    get("cuCtxGetCurrent", &a.ctx_get_current);
+    get("cuCtxSetCurrent", &a.ctx_set_current);
+    get("cuCtxPushCurrent", &a.ctx_push_current);
+    get("cuCtxPopCurrent", &a.ctx_pop_current);
+    get("cuStreamGetCtx", &a.stream_get_ctx);
+    get("cuMemHostRegister", &a.mem_host_register);
+    get("cuMemHostUnregister", &a.mem_host_unregister);
+    get("cuMemHostGetDevicePointer", &a.mem_host_get_device_pointer);
+    get("cuStreamWriteValue32", &a.stream_write_value32);
+    get("cuStreamWaitValue32", &a.stream_wait_value32);
+    return a;
+  }();
+  *out = &api;
+  return status;
+}
+
+ScopedContext::ScopedContext(const DriverApi& api, CUcontext ctx) : api_(api) {
+  status_ = FromCuDriver(api_.ctx_push_current(ctx), "cuCtxPushCurrent");
+}
+
+ScopedContext::~ScopedContext() {
+  CUcontext popped = nullptr;
+  if (status_.ok()) api_.ctx_pop_current(&popped);
+}
+
+PreserveCurrentContext::PreserveCurrentContext(const DriverApi& api) : api_(api) {
+  if (api_.ctx_get_current(&saved_) != CUDA_SUCCESS) saved_ = nullptr;
+}
+
+PreserveCurrentContext::~PreserveCurrentContext() {
+  if (saved_ != nullptr) api_.ctx_set_current(saved_);
+}
+
+}  // namespace baton::gpu

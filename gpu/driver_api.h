@@ -1,0 +1,67 @@
+// The CUDA driver calls Baton makes directly, looked up through the runtime
+// at first use. Why not link libcuda: a binary linked against it does not
+// even start on a machine without the driver, and batond and libbaton must
+// start everywhere. Why the driver and not the runtime in libbaton: libbaton
+// carries its own copy of the runtime, whose notion of "current device"
+// knows nothing of the application's; driver calls made in the context of
+// the application's pointer or stream cannot pick the wrong device, and
+// never create a context in a process that has none. CUDA builds only.
+#pragma once
+
+#include <cuda.h>
+
+#include "common/status.h"
+
+namespace baton::gpu {
+
+struct DriverApi {
+  CUresult (*mem_get_address_range)(CUdeviceptr* base, size_t* size, CUdeviceptr ptr) = nullptr;
+  CUresult (*pointer_get_attribute)(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) = nullptr;
+  CUresult (*ipc_get_mem_handle)(CUipcMemHandle* handle, CUdeviceptr ptr) = nullptr;
+  CUresult (*device_get)(CUdevice* device, int ordinal) = nullptr;
+  CUresult (*device_get_uuid)(CUuuid* uuid, CUdevice device) = nullptr;
+  CUresult (*ctx_get_current)(CUcontext* ctx) = nullptr;
+  CUresult (*ctx_set_current)(CUcontext ctx) = nullptr;
+  CUresult (*ctx_push_current)(CUcontext ctx) = nullptr;
+  CUresult (*ctx_pop_current)(CUcontext* ctx) = nullptr;
+  CUresult (*stream_get_ctx)(CUstream stream, CUcontext* ctx) = nullptr;
+  CUresult (*mem_host_register)(void* p, size_t bytes, unsigned flags) = nullptr;
+  CUresult (*mem_host_unregister)(void* p) = nullptr;
+  CUresult (*mem_host_get_device_pointer)(CUdeviceptr* dptr, void* p, unsigned flags) = nullptr;
+  CUresult (*stream_write_value32)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned flags) = nullptr;
+  CUresult (*stream_wait_value32)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned flags) = nullptr;
+};
+
+// The entry points, or Unavailable when the driver lacks one.
+Status GetDriverApi(const DriverApi** out);
+
+// Makes `ctx` current on this thread for its lifetime (push/pop).
+class ScopedContext {
+ public:
+  ScopedContext(const DriverApi& api, CUcontext ctx);
+  ~ScopedContext();
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+  Status status() const { return status_; }
+
+ private:
+  const DriverApi& api_;
+  Status status_;
+};
+
+// Restores the thread's current context on destruction: around runtime
+// calls of libbaton's own CUDA runtime (cudaSetDevice, cudaMalloc), which
+// would otherwise leave the application's thread on another device.
+class PreserveCurrentContext {
+ public:
+  explicit PreserveCurrentContext(const DriverApi& api);
+  ~PreserveCurrentContext();
+  PreserveCurrentContext(const PreserveCurrentContext&) = delete;
+  PreserveCurrentContext& operator=(const PreserveCurrentContext&) = delete;
+
+ private:
+  const DriverApi& api_;
+  CUcontext saved_ = nullptr;
+};
+
+}  // namespace baton::gpu

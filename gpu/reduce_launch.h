@@ -1,0 +1,14 @@
+// The kernels' side of gpu/reduce_kernels.h: plain types only, because .cu
+// files are compiled as C++17 (see the top-level CMakeLists.txt) and cannot
+// include common/. `dtype` and `op` are baton::DataType and baton::RedOp
+// values, already validated; the result is a cudaError_t.
+#pragma once
+
+#include <cstdint>
+
+namespace baton::gpu::kernels {
+
+int LaunchReduce(uint32_t dtype, uint32_t op, void* dst, const void* a, const void* b, uint64_t count, void* stream);
+int LaunchDivide(uint32_t dtype, void* dst, uint64_t count, uint64_t divisor, void* stream);
+
+}  // namespace baton::gpu::kernels

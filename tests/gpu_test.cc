@@ -1,0 +1,354 @@
+// GPU tests (label gpu): device buffers through real daemons, checked
+// element by element against the reference; the stream-ordering contract;
+// the reduction kernels against the host kernels. Each test skips, saying
+// why, on a machine without a usable GPU. Ranks are threads of this process
+// sharing device 0 (the daemon opens their allocations through CUDA IPC).
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "collectives/reduce.h"
+#include "collectives/reference.h"
+#include "gpu/cuda_support.h"
+#include "gpu/reduce_kernels.h"
+#include "tests/gpu_test_kernels.h"
+#include "tests/rank_threads.h"
+
+namespace baton::test {
+namespace {
+using namespace baton::reference;
+
+#define SKIP_WITHOUT_GPU()                                                              \
+  do {                                                                                  \
+    if (!gpu::GetCudaSupport().available) GTEST_SKIP() << gpu::GetCudaSupport().reason; \
+  } while (0)
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
+
+// Device memory owned by a test; freed on every path.
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  bool from_baton = false;
+  ~DeviceBuffer() {
+    if (ptr == nullptr) return;
+    if (from_baton) {
+      baton_mem_free(ptr);
+    } else {
+      cudaFree(ptr);
+    }
+  }
+};
+
+TEST(GpuKernels, ReduceMatchesTheHostKernelForEveryTypeAndReduction) {
+  SKIP_WITHOUT_GPU();
+  CUDA_OK(cudaSetDevice(0));
+  for (uint32_t t = 0; t < kNumDataTypes; ++t) {
+    for (uint32_t o = 0; o < kNumRedOps; ++o) {
+      const auto dtype = static_cast<DataType>(t);
+      const auto op = static_cast<RedOp>(o);
+      const uint64_t es = DataTypeSize(dtype);
+      // Aligned (vector path) and one element off (scalar path), with a tail.
+      for (uint64_t offset : {0ull, 1ull}) {
+        const uint64_t count = (1ull << 18) + 3;
+        Bytes a(count * es), b(count * es);
+        FillPattern(dtype, op, 0, 11, count, a.data());
+        FillPattern(dtype, op, 1, 11, count, b.data());
+        Bytes want = a;
+        ReduceInto(dtype, op, want.data(), b.data(), count);
+        uint8_t* dev = nullptr;
+        CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dev), 3 * (count + offset) * es));
+        uint8_t* da = dev + offset * es;
+        uint8_t* db = da + (count + offset) * es;
+        uint8_t* dd = db + (count + offset) * es;
+        CUDA_OK(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(db, b.data(), b.size(), cudaMemcpyHostToDevice));
+        Status st = gpu::LaunchReduce(dtype, op, dd, da, db, count, nullptr);
+        EXPECT_TRUE(st.ok()) << st.ToString();
+        Bytes got(count * es);
+        CUDA_OK(cudaMemcpy(got.data(), dd, got.size(), cudaMemcpyDeviceToHost));
+        cudaFree(dev);
+        std::string msg;
+        EXPECT_EQ(FirstMismatch(dtype, got, want, &msg), -1)
+            << DataTypeName(dtype) << " " << RedOpName(op) << " offset " << offset << ": " << msg;
+      }
+    }
+  }
+}
+
+baton_result_t CallStream(const OpSignature& s, const void* send, void* recv, baton_comm_t comm,
+                          cudaStream_t stream) {
+  const auto t = static_cast<baton_datatype_t>(s.dtype);
+  const auto op = static_cast<baton_redop_t>(s.redop);
+  switch (s.collective) {
+    case Collective::kAllReduce: return baton_allreduce_stream(send, recv, s.count, t, op, comm, stream);
+    case Collective::kBroadcast: return baton_broadcast_stream(send, recv, s.count, t, s.root, comm, stream);
+    case Collective::kReduce: return baton_reduce_stream(send, recv, s.count, t, op, s.root, comm, stream);
+    case Collective::kAllGather: return baton_allgather_stream(send, recv, s.count, t, comm, stream);
+    case Collective::kReduceScatter: return baton_reducescatter_stream(send, recv, s.count, t, op, comm, stream);
+    case Collective::kScatter: return baton_scatter_stream(send, recv, s.count, t, s.root, comm, stream);
+    case Collective::kGather: return baton_gather_stream(send, recv, s.count, t, s.root, comm, stream);
+    case Collective::kAllToAll: return baton_alltoall_stream(send, recv, s.count, t, comm, stream);
+    default: return baton_internal_error;
+  }
+}
+
+baton_result_t CallBlocking(const OpSignature& s, const void* send, void* recv, baton_comm_t comm) {
+  const auto t = static_cast<baton_datatype_t>(s.dtype);
+  const auto op = static_cast<baton_redop_t>(s.redop);
+  switch (s.collective) {
+    case Collective::kAllReduce: return baton_allreduce(send, recv, s.count, t, op, comm, nullptr);
+    case Collective::kBroadcast: return baton_broadcast(send, recv, s.count, t, s.root, comm, nullptr);
+    case Collective::kReduce: return baton_reduce(send, recv, s.count, t, op, s.root, comm, nullptr);
+    case Collective::kAllGather: return baton_allgather(send, recv, s.count, t, comm, nullptr);
+    case Collective::kReduceScatter: return baton_reducescatter(send, recv, s.count, t, op, comm, nullptr);
+    case Collective::kScatter: return baton_scatter(send, recv, s.count, t, s.root, comm, nullptr);
+    case Collective::kGather: return baton_gather(send, recv, s.count, t, s.root, comm, nullptr);
+    case Collective::kAllToAll: return baton_alltoall(send, recv, s.count, t, comm, nullptr);
+    default: return baton_internal_error;
+  }
+}
+
+std::vector<OpSignature> Matrix(int world) {
+  std::vector<OpSignature> out;
+  for (Collective c : {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce, Collective::kAllGather,
+                       Collective::kReduceScatter, Collective::kScatter, Collective::kGather,
+                       Collective::kAllToAll}) {
+    for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16, DataType::kInt32}) {
+      for (RedOp o : {RedOp::kSum, RedOp::kMax, RedOp::kAvg}) {
+        if (!IsReduction(c) && o != RedOp::kSum) continue;
+        for (uint64_t count : {1ull, 1027ull, 1ull << 20}) {
+          out.push_back({c, t, o, HasRoot(c) ? world - 1 : -1, count});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// How a rank holds its buffers in one test.
+enum class Placement { kDevice, kHost, kDeviceSendHostRecv };
+
+struct MatrixCase {
+  const char* name;
+  int nodes;
+  std::vector<int> node_of_rank;
+  std::vector<Placement> placement;  // per rank
+  bool on_stream;
+};
+
+const MatrixCase kCases[] = {
+    {"1node_x2_device", 1, {0, 0}, {Placement::kDevice, Placement::kDevice}, false},
+    {"1node_x2_device_stream", 1, {0, 0}, {Placement::kDevice, Placement::kDevice}, true},
+    {"2nodes_x1_device_stream", 2, {0, 1}, {Placement::kDevice, Placement::kDevice}, true},
+    {"2nodes_x2_mixed", 2, {0, 0, 1, 1},
+     {Placement::kDevice, Placement::kHost, Placement::kDeviceSendHostRecv, Placement::kDevice}, false},
+};
+
+class GpuCollectives : public ::testing::TestWithParam<size_t> {};
+
+// Every collective on device buffers (cudaMalloc and baton_mem_alloc_device
+// alternately, in place and not), blocking or stream-ordered, checked
+// element by element; mixed placements across ranks in one collective.
+TEST_P(GpuCollectives, MatchReferenceElementByElement) {
+  SKIP_WITHOUT_GPU();
+  const MatrixCase& mc = kCases[GetParam()];
+  auto cluster = StartCluster(mc.nodes);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  const int world = static_cast<int>(mc.node_of_rank.size());
+  const auto ops = Matrix(world);
+  std::mutex mu;
+  std::vector<std::string> failures;
+  auto fail = [&](const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (failures.size() < 20) failures.push_back(what);
+  };
+  std::string err = RunRanks(*cluster, mc.node_of_rank, UniqueJob("gpu"), [&](int rank, baton_comm_t comm) {
+    cudaSetDevice(0);
+    cudaStream_t stream = nullptr;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    const Placement placement = mc.placement[rank];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const OpSignature& sig = ops[i];
+      for (bool in_place : {false, true}) {
+        if (in_place && placement != Placement::kDevice) continue;
+        std::vector<Bytes> sends(world);
+        for (int r = 0; r < world; ++r) sends[r] = MakeSendBuffer(sig, world, r);
+        const Bytes want = Expected(sig, world, rank, sends);
+        BufferExtents ext;
+        ComputeExtents(sig.collective, sig.count, world, rank, sig.root, &ext);
+        const uint64_t es = DataTypeSize(sig.dtype);
+        const uint64_t send_bytes = ext.send_elems * es;
+        const uint64_t recv_bytes = ext.recv_elems * es;
+        const uint64_t cap = std::max<uint64_t>({send_bytes, recv_bytes, 1});
+        DeviceBuffer dsend, drecv;
+        Bytes hsend(cap), hrecv(cap, 0xCD);
+        const bool via_baton = i % 2 == 1;
+        auto alloc = [&](DeviceBuffer* b) {
+          b->from_baton = via_baton;
+          return via_baton ? baton_comm_mem_alloc_device(comm, &b->ptr, cap, 0) == baton_success
+                           : cudaMalloc(&b->ptr, cap) == cudaSuccess;
+        };
+        const bool send_dev = placement != Placement::kHost;
+        const bool recv_dev = placement == Placement::kDevice;
+        if ((send_dev && !alloc(&dsend)) || (recv_dev && !alloc(&drecv))) {
+          fail("allocation failed: " + std::string(baton_get_last_error(comm)));
+          return;
+        }
+        uint8_t* send = send_dev ? static_cast<uint8_t*>(dsend.ptr) : hsend.data();
+        uint8_t* recv = recv_dev ? static_cast<uint8_t*>(drecv.ptr) : hrecv.data();
+        if (recv_dev) cudaMemset(recv, 0xCD, cap);
+        const uint64_t blk = sig.count * es;
+        const uint8_t* send_arg = send;
+        uint8_t* recv_arg = recv;
+        uint8_t* input_at = send;
+        if (in_place) {
+          switch (sig.collective) {
+            case Collective::kAllGather:
+            case Collective::kGather:
+              if (recv_bytes) input_at = recv + rank * blk, send_arg = input_at;
+              break;
+            case Collective::kReduceScatter:
+            case Collective::kScatter:
+              if (send_bytes) input_at = recv, send_arg = recv, recv_arg = recv + rank * blk;
+              break;
+            default:
+              if (send_bytes) input_at = recv, send_arg = recv;
+          }
+        }
+        if (send_bytes) {
+          if (send_dev) {
+            cudaMemcpy(input_at, sends[rank].data(), send_bytes, cudaMemcpyHostToDevice);
+          } else {
+            std::memcpy(input_at, sends[rank].data(), send_bytes);
+          }
+        }
+        baton_result_t rc = mc.on_stream ? CallStream(sig, send_arg, recv_arg, comm, stream)
+                                         : CallBlocking(sig, send_arg, recv_arg, comm);
+        if (rc != baton_success) {
+          fail(sig.ToString() + " rank " + std::to_string(rank) + ": " + baton_get_last_error(comm));
+          return;
+        }
+        if (mc.on_stream) cudaStreamSynchronize(stream);
+        baton_result_t async = baton_success;
+        baton_comm_get_async_error(comm, &async);
+        if (async != baton_success) {
+          fail(sig.ToString() + " rank " + std::to_string(rank) + " async: " + baton_get_last_error(comm));
+          return;
+        }
+        if (want.empty()) continue;
+        Bytes got(want.size());
+        const uint8_t* result = in_place && (sig.collective == Collective::kReduceScatter ||
+                                             sig.collective == Collective::kScatter)
+                                    ? recv_arg
+                                    : recv;
+        if (recv_dev) {
+          cudaMemcpy(got.data(), result, got.size(), cudaMemcpyDeviceToHost);
+        } else {
+          std::memcpy(got.data(), result, got.size());
+        }
+        std::string msg;
+        if (FirstMismatch(sig.dtype, got, want, &msg) >= 0) {
+          fail(sig.ToString() + (in_place ? " in place" : "") + " rank " + std::to_string(rank) + ": " + msg);
+        }
+      }
+    }
+    cudaStreamDestroy(stream);
+  });
+  ASSERT_EQ(err, "");
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+INSTANTIATE_TEST_SUITE_P(Placements, GpuCollectives, ::testing::Range<size_t>(0, std::size(kCases)),
+                         [](const auto& info) { return std::string(kCases[info.param].name); });
+
+// The ordering contract: the collective reads its input only after the
+// kernel queued before it wrote it, work queued after it sees its output,
+// and the host is not held up. The first kernel waits for a host gate that
+// the test opens only after every rank's call returned, so "the call did not
+// block" is checked without any timing: had it blocked, the test would hang.
+TEST(GpuStreamOrdering, KernelBeforeIsIncludedAndKernelAfterSeesTheResult) {
+  SKIP_WITHOUT_GPU();
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  constexpr size_t kCount = 1 << 20;
+  uint32_t* gate = nullptr;
+  CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&gate), sizeof(uint32_t), cudaHostAllocMapped));
+  *reinterpret_cast<volatile uint32_t*>(gate) = 0;
+  uint32_t* gate_dev = nullptr;
+  CUDA_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_dev), gate, 0));
+  std::atomic<int> returned{0};
+  std::vector<std::vector<float>> results(2);
+  std::vector<cudaError_t> query(2, cudaSuccess);
+  std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("gpu-order"), [&](int rank, baton_comm_t comm) {
+    cudaSetDevice(0);
+    cudaStream_t stream = nullptr;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    DeviceBuffer buf;
+    cudaMalloc(&buf.ptr, kCount * sizeof(float));
+    auto* x = static_cast<float*>(buf.ptr);
+    cudaMemsetAsync(x, 0, kCount * sizeof(float), stream);
+    LaunchWaitThenFill(gate_dev, x, kCount, static_cast<float>(rank + 1), stream);  // input: 1 and 2
+    if (baton_allreduce_stream(x, x, kCount, baton_float32, baton_sum, comm, stream) != baton_success) {
+      ADD_FAILURE() << baton_get_last_error(comm);
+    }
+    LaunchScale(x, kCount, 10.0f, stream);  // after: (1 + 2) * 10
+    query[rank] = cudaStreamQuery(stream);  // the gate is closed: cannot be done
+    ++returned;
+    if (rank == 0) {
+      while (returned < 2) std::this_thread::yield();
+      __atomic_store_n(gate, 1u, __ATOMIC_RELEASE);
+    }
+    cudaStreamSynchronize(stream);
+    results[rank].resize(kCount);
+    cudaMemcpy(results[rank].data(), x, kCount * sizeof(float), cudaMemcpyDeviceToHost);
+    baton_result_t async = baton_success;
+    baton_comm_get_async_error(comm, &async);
+    EXPECT_EQ(async, baton_success) << baton_get_last_error(comm);
+    cudaStreamDestroy(stream);
+  });
+  cudaFreeHost(gate);
+  ASSERT_EQ(err, "");
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(query[r], cudaErrorNotReady) << "rank " << r;
+    ASSERT_EQ(results[r].size(), kCount);
+    for (size_t i = 0; i < kCount; ++i) {
+      if (results[r][i] != 30.0f) {
+        ADD_FAILURE() << "rank " << r << " element " << i << ": got " << results[r][i] << ", want 30";
+        break;
+      }
+    }
+  }
+}
+
+// A stream-ordered call that fails (ranks disagree on the count) still
+// releases the stream, and the error arrives through the async error with
+// the daemon's message.
+TEST(GpuStreamOrdering, AFailedOperationReleasesTheStreamAndReportsAsyncError) {
+  SKIP_WITHOUT_GPU();
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  std::vector<baton_result_t> async(2, baton_success);
+  std::vector<std::string> message(2);
+  std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("gpu-fail"), [&](int rank, baton_comm_t comm) {
+    cudaSetDevice(0);
+    cudaStream_t stream = nullptr;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    DeviceBuffer buf;
+    cudaMalloc(&buf.ptr, 4096);
+    baton_allreduce_stream(buf.ptr, buf.ptr, rank == 0 ? 16 : 32, baton_float32, baton_sum, comm, stream);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);  // released, not stuck
+    baton_comm_get_async_error(comm, &async[rank]);
+    message[rank] = baton_get_last_error(comm);
+    cudaStreamDestroy(stream);
+  });
+  ASSERT_EQ(err, "");
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(async[r], baton_mismatch) << message[r];
+    EXPECT_NE(message[r].find("count"), std::string::npos) << message[r];
+  }
+}
+
+}  // namespace
+}  // namespace baton::test
