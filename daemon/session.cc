@@ -15,7 +15,6 @@
 #include "control/rendezvous_client.h"
 #include "daemon/comm_registry.h"
 #include "daemon/descriptor_check.h"
-#include "gpu/cuda_support.h"
 
 namespace baton {
 
@@ -620,11 +619,6 @@ Status Session::Validate(const ipc::Descriptor& d, LocalOp* op, Membership* memb
   if (hold) op->holds.push_back(std::move(hold));
   op->bufs.send_bytes = send_bytes;
   op->bufs.recv_bytes = recv_bytes;
-  if (checked.stream_ordered && !gpu::GetCudaSupport().available) {
-    // Nothing would ever set stream_ready: refuse now instead of timing out.
-    return Status::InvalidArgument("stream-ordered operation, but this batond cannot use a GPU (" +
-                                   gpu::GetCudaSupport().reason + ")");
-  }
   if (send_device.segment || recv_device.segment || checked.stream_ordered) {
     std::atomic<uint32_t>* ready =
         checked.stream_ordered ? &ring_view_.completions[d.completion].stream_ready : nullptr;

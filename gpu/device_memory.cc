@@ -52,6 +52,15 @@ Status QueryPointer(const void* p, DevicePointer* out) {
   return Status::Ok();
 }
 
+bool StillAllocated(uintptr_t base, uint64_t buffer_id) {
+  const DriverApi* api = nullptr;
+  if (!GetDriverApi(&api).ok()) return false;
+  unsigned long long id = 0;
+  return api->pointer_get_attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, static_cast<CUdeviceptr>(base)) ==
+             CUDA_SUCCESS &&
+         id == buffer_id;
+}
+
 Status ExportAllocation(const DevicePointer& ptr, IpcHandle* handle, DeviceUuid* uuid) {
   const DriverApi* api = nullptr;
   BATON_RETURN_IF_ERROR(GetDriverApi(&api));

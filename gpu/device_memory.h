@@ -25,6 +25,10 @@ struct DevicePointer {
 // managed memory is refused (CUDA IPC cannot share it).
 Status QueryPointer(const void* p, DevicePointer* out);
 
+// False once the allocation `buffer_id` that started at `base` is gone
+// (freed, or the address now belongs to another allocation).
+bool StillAllocated(uintptr_t base, uint64_t buffer_id);
+
 // The IPC handle of the allocation and the UUID of its device.
 Status ExportAllocation(const DevicePointer& ptr, IpcHandle* handle, DeviceUuid* uuid);
 

@@ -26,6 +26,7 @@ Status QueryPointer(const void*, DevicePointer* out) {
   *out = {};
   return Status::Ok();
 }
+bool StillAllocated(uintptr_t, uint64_t) { return false; }
 Status ExportAllocation(const DevicePointer&, IpcHandle*, DeviceUuid*) { return RequireCuda("a device buffer"); }
 Status AllocateDevice(int, uint64_t, void**) { return RequireCuda("baton_mem_alloc_device"); }
 Status FreeDevice(void*) { return RequireCuda("freeing device memory"); }

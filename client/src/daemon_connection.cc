@@ -189,10 +189,11 @@ Status DaemonConnection::RegisterDevice(const gpu::DevicePointer& p, uint64_t* s
   {
     std::lock_guard<std::mutex> lock(seg_mu_);
     if (auto it = device_segments_.find(p.buffer_id); it != device_segments_.end()) {
-      *segment = it->second;
+      *segment = it->second.segment;
       return Status::Ok();
     }
   }
+  PruneFreedDeviceRegistrations();
   ipc::RegisterDeviceRequest req{};
   req.h.type = static_cast<uint32_t>(ipc::MsgType::kRegisterDevice);
   gpu::IpcHandle handle;
@@ -204,9 +205,33 @@ Status DaemonConnection::RegisterDevice(const gpu::DevicePointer& p, uint64_t* s
   ipc::Reply reply;
   BATON_RETURN_IF_ERROR(Call(&req, sizeof req, &reply));
   std::lock_guard<std::mutex> lock(seg_mu_);
-  device_segments_[p.buffer_id] = reply.value;
+  device_segments_[p.buffer_id] = {reply.value, p.base};
   *segment = reply.value;
   return Status::Ok();
+}
+
+void DaemonConnection::PruneFreedDeviceRegistrations() {
+  std::vector<uint64_t> gone;
+  {
+    std::lock_guard<std::mutex> lock(seg_mu_);
+    if (device_segments_.size() < prune_at_) return;
+    for (auto it = device_segments_.begin(); it != device_segments_.end();) {
+      if (gpu::StillAllocated(it->second.base, it->first)) {
+        ++it;
+        continue;
+      }
+      gone.push_back(it->second.segment);
+      it = device_segments_.erase(it);
+    }
+    prune_at_ = device_segments_.size() + kPruneEvery;
+  }
+  for (uint64_t segment : gone) {
+    ipc::MemFreeRequest req{};
+    req.h.type = static_cast<uint32_t>(ipc::MsgType::kMemFree);
+    req.segment = segment;
+    ipc::Reply reply;
+    (void)Call(&req, sizeof req, &reply);  // the daemon may have dropped it already
+  }
 }
 
 Status DaemonConnection::AllocDevice(int device, size_t size, void** ptr) {
@@ -240,7 +265,7 @@ Status DaemonConnection::FreeDevice(void* ptr) {
       return Status::InvalidArgument("baton_mem_free: pointer was not returned by baton_mem_alloc_device");
     }
     if (auto reg = device_segments_.find(it->second); reg != device_segments_.end()) {
-      segment = reg->second;
+      segment = reg->second.segment;
       device_segments_.erase(reg);
     }
     device_allocs_.erase(it);

@@ -114,7 +114,18 @@ class DaemonConnection {
   std::map<uintptr_t, Segment> segments_;                // by base address
   std::multimap<uint64_t, void*> staging_free_;          // capacity -> buffer
 
-  std::map<uint64_t, uint64_t> device_segments_;    // driver buffer id -> segment id (seg_mu_)
+  struct DeviceRegistration {
+    uint64_t segment = 0;
+    uintptr_t base = 0;
+  };
+  // Drops registrations of allocations the application has freed (cudaFree
+  // does not tell us), so that a program that allocates and frees device
+  // memory all the time does not pile up open mappings in the daemon.
+  void PruneFreedDeviceRegistrations();
+
+  std::map<uint64_t, DeviceRegistration> device_segments_;  // driver buffer id -> registration (seg_mu_)
+  size_t prune_at_ = kPruneEvery;                            // registrations that trigger the next prune (seg_mu_)
+  static constexpr size_t kPruneEvery = 256;
   std::map<uintptr_t, uint64_t> device_allocs_;     // baton_mem_alloc_device pointers -> buffer id (seg_mu_)
 
   std::mutex ring_mu_;
