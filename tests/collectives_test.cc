@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "tests/collective_call.h"
 #include "tests/rank_threads.h"
 #include "collectives/reference.h"
 
@@ -29,22 +30,6 @@ const Layout kLayouts[] = {
 const Collective kCollectives[] = {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce,
                                    Collective::kAllGather, Collective::kReduceScatter, Collective::kScatter,
                                    Collective::kGather, Collective::kAllToAll};
-
-baton_result_t Call(const OpSignature& s, const void* send, void* recv, baton_comm_t comm) {
-  const auto t = static_cast<baton_datatype_t>(s.dtype);
-  const auto op = static_cast<baton_redop_t>(s.redop);
-  switch (s.collective) {
-    case Collective::kAllReduce: return baton_allreduce(send, recv, s.count, t, op, comm, nullptr);
-    case Collective::kBroadcast: return baton_broadcast(send, recv, s.count, t, s.root, comm, nullptr);
-    case Collective::kReduce: return baton_reduce(send, recv, s.count, t, op, s.root, comm, nullptr);
-    case Collective::kAllGather: return baton_allgather(send, recv, s.count, t, comm, nullptr);
-    case Collective::kReduceScatter: return baton_reducescatter(send, recv, s.count, t, op, comm, nullptr);
-    case Collective::kScatter: return baton_scatter(send, recv, s.count, t, s.root, comm, nullptr);
-    case Collective::kGather: return baton_gather(send, recv, s.count, t, s.root, comm, nullptr);
-    case Collective::kAllToAll: return baton_alltoall(send, recv, s.count, t, comm, nullptr);
-    default: return baton_internal_error;
-  }
-}
 
 // Every rank runs the same list of signatures in the same order.
 std::vector<OpSignature> Matrix(int world) {
@@ -141,7 +126,7 @@ TEST_P(CollectivesTest, MatrixMatchesReferenceElementByElement) {
               break;
           }
         }
-        baton_result_t rc = Call(sig, send, recv, comm);
+        baton_result_t rc = CallCollective(sig, send, recv, comm);
         std::string problem;
         if (rc != baton_success) {
           problem = std::string("failed: ") + baton_get_last_error(comm);

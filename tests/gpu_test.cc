@@ -14,6 +14,7 @@
 #include "gpu/cuda_support.h"
 #include "gpu/reduce_kernels.h"
 #include "tests/gpu_test_kernels.h"
+#include "tests/collective_call.h"
 #include "tests/rank_threads.h"
 
 namespace baton::test {
@@ -90,22 +91,6 @@ baton_result_t CallStream(const OpSignature& s, const void* send, void* recv, ba
     case Collective::kScatter: return baton_scatter_stream(send, recv, s.count, t, s.root, comm, stream);
     case Collective::kGather: return baton_gather_stream(send, recv, s.count, t, s.root, comm, stream);
     case Collective::kAllToAll: return baton_alltoall_stream(send, recv, s.count, t, comm, stream);
-    default: return baton_internal_error;
-  }
-}
-
-baton_result_t CallBlocking(const OpSignature& s, const void* send, void* recv, baton_comm_t comm) {
-  const auto t = static_cast<baton_datatype_t>(s.dtype);
-  const auto op = static_cast<baton_redop_t>(s.redop);
-  switch (s.collective) {
-    case Collective::kAllReduce: return baton_allreduce(send, recv, s.count, t, op, comm, nullptr);
-    case Collective::kBroadcast: return baton_broadcast(send, recv, s.count, t, s.root, comm, nullptr);
-    case Collective::kReduce: return baton_reduce(send, recv, s.count, t, op, s.root, comm, nullptr);
-    case Collective::kAllGather: return baton_allgather(send, recv, s.count, t, comm, nullptr);
-    case Collective::kReduceScatter: return baton_reducescatter(send, recv, s.count, t, op, comm, nullptr);
-    case Collective::kScatter: return baton_scatter(send, recv, s.count, t, s.root, comm, nullptr);
-    case Collective::kGather: return baton_gather(send, recv, s.count, t, s.root, comm, nullptr);
-    case Collective::kAllToAll: return baton_alltoall(send, recv, s.count, t, comm, nullptr);
     default: return baton_internal_error;
   }
 }
@@ -225,7 +210,7 @@ TEST_P(GpuCollectives, MatchReferenceElementByElement) {
           }
         }
         baton_result_t rc = mc.on_stream ? CallStream(sig, send_arg, recv_arg, comm, stream)
-                                         : CallBlocking(sig, send_arg, recv_arg, comm);
+                                         : CallCollective(sig, send_arg, recv_arg, comm);
         if (rc != baton_success) {
           fail(sig.ToString() + " rank " + std::to_string(rank) + ": " + baton_get_last_error(comm));
           return;

@@ -178,9 +178,13 @@ Status DaemonConnection::Free(void* ptr) {
     id = it->second.id;
     segments_.erase(it);
   }
+  return ReleaseSegment(id);
+}
+
+Status DaemonConnection::ReleaseSegment(uint64_t segment) {
   ipc::MemFreeRequest req{};
   req.h.type = static_cast<uint32_t>(ipc::MsgType::kMemFree);
-  req.segment = id;
+  req.segment = segment;
   ipc::Reply reply;
   return Call(&req, sizeof req, &reply);
 }
@@ -225,13 +229,7 @@ void DaemonConnection::PruneFreedDeviceRegistrations() {
     }
     prune_at_ = device_segments_.size() + kPruneEvery;
   }
-  for (uint64_t segment : gone) {
-    ipc::MemFreeRequest req{};
-    req.h.type = static_cast<uint32_t>(ipc::MsgType::kMemFree);
-    req.segment = segment;
-    ipc::Reply reply;
-    (void)Call(&req, sizeof req, &reply);  // the daemon may have dropped it already
-  }
+  for (uint64_t segment : gone) (void)ReleaseSegment(segment);  // the daemon may have dropped it already
 }
 
 Status DaemonConnection::AllocDevice(int device, size_t size, void** ptr) {
@@ -272,14 +270,7 @@ Status DaemonConnection::FreeDevice(void* ptr) {
   }
   // The daemon closes its mapping first (once operations in flight let go),
   // then the memory goes back to CUDA.
-  Status st = Status::Ok();
-  if (segment != 0) {
-    ipc::MemFreeRequest req{};
-    req.h.type = static_cast<uint32_t>(ipc::MsgType::kMemFree);
-    req.segment = segment;
-    ipc::Reply reply;
-    st = Call(&req, sizeof req, &reply);
-  }
+  Status st = segment != 0 ? ReleaseSegment(segment) : Status::Ok();
   Status freed = gpu::FreeDevice(ptr);
   return st.ok() ? freed : st;
 }

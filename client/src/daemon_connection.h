@@ -87,6 +87,8 @@ class DaemonConnection {
   };
 
   Status Connect(const std::string& socket_path);
+  // MemFree: the daemon lets go of a shared-memory segment or a GPU registration.
+  Status ReleaseSegment(uint64_t segment);
 
   std::string socket_path_;
   std::string rendezvous_;
