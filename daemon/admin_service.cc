@@ -5,6 +5,7 @@
 #include "common/logging.h"
 #include "control/grpc_security.h"
 #include "control/peer_client.h"
+#include "gpu/cuda_support.h"
 
 namespace baton {
 
@@ -26,6 +27,13 @@ grpc::Status AdminService::GetNodeInfo(grpc::ServerContext*, const baton::v1::No
   std::string why = "the RDMA transport is not part of this build (TCP only)";
   if (ctx_.topology != nullptr && ctx_.topology->ib.empty()) why += "; and " + ctx_.topology->rdma_note;
   rdma->set_detail(why);
+  auto* cuda = out->add_transports();  // GPU buffers: the path device memory takes (docs/gpu.md)
+  const gpu::CudaSupport& gpus = gpu::GetCudaSupport();
+  cuda->set_name("cuda");
+  cuda->set_available(gpus.available);
+  cuda->set_detail(gpus.available ? std::to_string(gpus.device_count) +
+                                        " device(s); device buffers staged through pinned host memory"
+                                  : gpus.reason);
   out->set_clients(ctx_.clients ? ctx_.clients->load() : 0);
   out->set_communicators(static_cast<uint32_t>(ctx_.registry->size()));
   return grpc::Status::OK;

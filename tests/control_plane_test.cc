@@ -21,6 +21,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "control/grpc_security.h"
+#include "gpu/cuda_support.h"
 #include "tests/rank_threads.h"
 
 namespace baton::test {
@@ -68,6 +69,22 @@ TEST(ControlPlane, HealthServiceAnswersServing) {
   EXPECT_EQ(Batonctl("--address " + cluster->rendezvous() + " health baton.v1.Admin", &rc), "SERVING\n");
   std::string out = Batonctl("--address " + cluster->rendezvous() + " health no.such.Service", &rc);
   EXPECT_NE(rc, 0) << out;
+}
+
+// `batonctl status` lists the data paths, GPU support among them, with why
+// a path is unavailable.
+TEST(ControlPlane, StatusSaysWhetherGpuBuffersAreServedAndWhyNot) {
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok());
+  int rc = -1;
+  const std::string out = Batonctl("--address " + cluster->rendezvous() + " status", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  const gpu::CudaSupport& gpus = gpu::GetCudaSupport();
+  const std::string want = gpus.available ? "transport   cuda  available   " + std::to_string(gpus.device_count) +
+                                                " device(s)"
+                                          : "transport   cuda  unavailable  " + gpus.reason;
+  EXPECT_NE(out.find(want), std::string::npos) << "want '" << want << "' in:\n" << out;
+  EXPECT_NE(out.find("transport   tcp   available"), std::string::npos) << out;
 }
 
 TEST(ControlPlane, StragglerIsReportedWhileLateAndTheOperationThenCompletes) {
