@@ -78,6 +78,7 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const baton::v1::
   info.set_node_id(req->node_id());
   info.set_data_address(req->data_address());
   info.set_grpc_address(req->grpc_address());
+  info.set_sockets_per_peer(req->sockets_per_peer());
   p.ranks[req->rank()] = info;
   ++p.joined;
   BATON_DEBUG(kRendezvous, "{}: rank {} joined from node {} ({}/{})", what, req->rank(), req->node_id(), p.joined,

@@ -366,8 +366,14 @@ Status Communicator::Connect() {
   const int n = spec_.layout.num_nodes();
   if (n == 1) return Status::Ok();
   const auto deadline = std::chrono::steady_clock::now() + spec_.timeout;
-  std::vector<UniqueFd> coll(n);
-  std::vector<UniqueFd> p2p(n);
+  // Connections to each peer node: the collective stripes, then the
+  // point-to-point channel. conns[j][c] carries channels[c].
+  std::vector<tcp::Channel> channels;
+  for (int s = 0; s < spec_.sockets_per_peer; ++s) channels.push_back(tcp::CollectiveStripe(s));
+  channels.push_back(tcp::Channel::kPointToPoint);
+  const size_t num_channels = channels.size();
+  std::vector<std::vector<UniqueFd>> conns(n);
+  for (auto& c : conns) c.resize(num_channels);
   const int me = spec_.my_node;
   // Lower node indices dial higher ones. Dialling and the first half of the
   // dialer's handshake never wait for the peer's communicator (its listener
@@ -378,19 +384,18 @@ Status Communicator::Connect() {
     return tcp::Hello{tcp::kHelloMagic, tcp::kWireVersion, static_cast<uint16_t>(ch), spec_.uid,
                       static_cast<uint32_t>(from), static_cast<uint32_t>(to)};
   };
-  const tcp::Channel channels[] = {tcp::Channel::kCollective, tcp::Channel::kPointToPoint};
-  std::vector<std::vector<tcp::DialerHandshake>> dialing(n, std::vector<tcp::DialerHandshake>(2));
+  std::vector<std::vector<tcp::DialerHandshake>> dialing(n, std::vector<tcp::DialerHandshake>(num_channels));
   for (int j = me + 1; j < n; ++j) {
-    for (int c = 0; c < 2; ++c) {
+    for (size_t c = 0; c < num_channels; ++c) {
       UniqueFd fd;
       Status st = tcp::ConnectAndHello(spec_.node_addresses[j], hello_for(channels[c], me, j), deadline, &fd);
       if (st.ok()) st = dialing[j][c].Start(fd.get(), deadline);
       if (!st.ok()) return st.WithContext("connecting to node " + spec_.node_names[j] + ": ");
-      (c == 0 ? coll : p2p)[j] = std::move(fd);
+      conns[j][c] = std::move(fd);
     }
   }
   for (int j = 0; j < me; ++j) {
-    for (int c = 0; c < 2; ++c) {
+    for (size_t c = 0; c < num_channels; ++c) {
       UniqueFd fd;
       Status st = services_.broker->Await(spec_.uid, channels[c], static_cast<uint32_t>(j), deadline, &fd);
       if (!st.ok()) {
@@ -403,21 +408,29 @@ Status Communicator::Connect() {
         BATON_WARN("{}: connection claiming to be node {} refused: {}", Describe(), spec_.node_names[j], st.message());
         return st.WithContext("connection from node " + spec_.node_names[j] + ": ");
       }
-      (c == 0 ? coll : p2p)[j] = std::move(fd);
+      conns[j][c] = std::move(fd);
     }
   }
   for (int j = me + 1; j < n; ++j) {
-    for (int c = 0; c < 2; ++c) {
-      const int fd = (c == 0 ? coll : p2p)[j].get();
-      Status st = dialing[j][c].Finish(fd, spec_.secret, hello_for(channels[c], me, j), deadline);
+    for (size_t c = 0; c < num_channels; ++c) {
+      Status st = dialing[j][c].Finish(conns[j][c].get(), spec_.secret, hello_for(channels[c], me, j), deadline);
       if (!st.ok()) {
         if (services_.metrics != nullptr) services_.metrics->RecordAuthFailure();
         return st.WithContext("authenticating to node " + spec_.node_names[j] + ": ");
       }
     }
   }
+  std::vector<std::vector<UniqueFd>> coll(n);
+  std::vector<UniqueFd> p2p(n);
+  for (int j = 0; j < n; ++j) {
+    if (j == me) continue;
+    for (size_t c = 0; c + 1 < num_channels; ++c) coll[j].push_back(std::move(conns[j][c]));
+    p2p[j] = std::move(conns[j].back());
+  }
   std::vector<std::string> names;
   for (int j = 0; j < n; ++j) names.push_back(spec_.node_names[j] + " " + spec_.node_addresses[j]);
+  BATON_INFO(kNet, "{}: connected to {} peer node(s), {} connection(s) per peer node for collective data",
+             Describe(), n - 1, spec_.sockets_per_peer);
   std::lock_guard<std::mutex> lock(mu_);
   mesh_ = std::make_unique<tcp::TcpMesh>(names, std::move(coll), services_.progress_spin);
   p2p_ = std::make_unique<P2pLink>(spec_.layout.node_of_rank, spec_.node_names, std::move(p2p),

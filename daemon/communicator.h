@@ -51,6 +51,9 @@ struct CommSpec {
   std::chrono::milliseconds timeout{300000};
   Algorithm algorithm = Algorithm::kAuto;
   std::string secret;  // the job secret: data connections must prove they know it
+  // TCP connections per peer node for collective data (large messages are
+  // striped across them): the smallest --sockets-per-peer of the nodes.
+  int sockets_per_peer = 1;
 };
 
 struct DaemonServices {

@@ -59,6 +59,10 @@ options:
   --progress-spin-us N   a communicator's worker polls this long for the next
                          submission before it sleeps (default 100; 0: never spin).
                          Spinning only follows activity: an idle daemon sleeps
+  --sockets-per-peer N   TCP connections to each peer node per communicator for
+                         collective data, 1..16 (default 1; $BATON_NSOCKS); messages of
+                         256 KiB and more are striped across them. Nodes agree on
+                         the smallest value any of them asks for
   --reduce-threads N     threads that share the copies and reductions of large
                          collectives inside this node (default 0: the CPUs this
                          daemon may run on, at most 8)
@@ -127,14 +131,14 @@ const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "ren
                                    "max-client-memory", "max-user-memory", "max-client-comms", "max-user-comms", "max-user-clients", "max-p2p-buffer",
                                    "allow-users", "allow-groups", "tls-cert", "tls-key", "tls-ca", "admin-cns",
                                    "socket-mode", "timeout", "straggler-warning", "heartbeat",
-                                   "peer-timeout", "flight-records", "progress-spin-us", "reduce-threads", "trace-dir", "socket-ifname",
+                                   "peer-timeout", "flight-records", "progress-spin-us", "sockets-per-peer", "reduce-threads", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
                                    "ib-hca"};
 
 // Settings that may also come from the environment (config < environment < command line).
 const std::pair<const char*, const char*> kEnvSettings[] = {
     {"BATON_SOCKET_IFNAME", "--socket-ifname"}, {"BATON_TOPO_DUMP_FILE", "--topo-dump-file"},
-    {"BATON_IB_HCA", "--ib-hca"},
+    {"BATON_IB_HCA", "--ib-hca"},               {"BATON_NSOCKS", "--sockets-per-peer"},
     {"BATON_TIMEOUT", "--timeout"},             {"BATON_DEBUG", "--debug"},
     {"BATON_DEBUG_SUBSYS", "--debug-subsys"},   {"BATON_DEBUG_FILE", "--debug-file"}};
 
@@ -280,6 +284,11 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       uint64_t n = 0;
       BATON_RETURN_IF_ERROR(next_count(256, "", " (0: automatic)", &n));
       o.reduce_threads = static_cast<int>(n);
+    } else if (arg == "--sockets-per-peer") {
+      uint64_t n = 0;
+      BATON_RETURN_IF_ERROR(next_count(16, "", " (1..16)", &n));
+      if (n == 0) return Status::InvalidArgument("--sockets-per-peer must be 1..16, not 0");
+      o.sockets_per_peer = static_cast<int>(n);
     } else if (arg == "--progress-spin-us") {
       uint64_t n = 0;
       BATON_RETURN_IF_ERROR(next_count(1000000, " of microseconds", "", &n));
@@ -386,6 +395,7 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"peer-timeout", secs(o.peer_timeout)},
       {"flight-records", std::to_string(o.flight_records)},
       {"progress-spin-us", std::to_string(o.progress_spin.count())},
+      {"sockets-per-peer", std::to_string(o.sockets_per_peer)},
       {"reduce-threads", std::to_string(o.reduce_threads)},
       {"trace-dir", o.trace_dir},
       {"socket-ifname", o.socket_ifname},

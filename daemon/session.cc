@@ -304,6 +304,7 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
   join.set_node_id(env_.node_id);
   join.set_data_address(env_.data_address);
   join.set_grpc_address(env_.grpc_address);
+  join.set_sockets_per_peer(static_cast<uint32_t>(env_.options->sockets_per_peer));
   join.set_secret(secret);
   join.set_timeout_ms(static_cast<uint32_t>(std::min<int64_t>(timeout.count(), 3600000)));
   std::string algo_name;
@@ -354,6 +355,7 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
       spec.algorithm = algo;
       spec.secret = join.secret();
       // Nodes are numbered in order of their lowest rank.
+      uint32_t sockets = UINT32_MAX;
       std::map<std::string, int> node_index;
       std::vector<int> node_of_rank;
       for (const auto& r : resp.ranks()) {
@@ -365,7 +367,10 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
           spec.node_grpc.push_back(r.grpc_address());
         }
         node_of_rank.push_back(it->second);
+        // Every node must open the same number: the smallest any asked for.
+        sockets = std::min<uint32_t>(sockets, std::max<uint32_t>(r.sockets_per_peer(), 1));
       }
+      spec.sockets_per_peer = static_cast<int>(std::min<uint32_t>(sockets, 16));
       st = NodeLayout::FromNodeOfRank(node_of_rank, &spec.layout);
       auto mine = node_index.find(self->env_.node_id);
       if (st.ok() && mine == node_index.end()) st = Status::Internal("rendezvous layout does not contain this node");

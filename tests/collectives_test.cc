@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 
 #include "tests/collective_call.h"
@@ -19,12 +21,16 @@ struct Layout {
   const char* name;
   int nodes;
   std::vector<int> node_of_rank;
+  std::vector<std::string> daemon_args = {};
 };
 
 const Layout kLayouts[] = {
     {"1node_x4", 1, {0, 0, 0, 0}},
     {"2nodes_x2", 2, {0, 0, 1, 1}},
     {"3nodes_uneven", 3, {0, 1, 1, 2, 2, 2}},
+    // Large messages striped over 3 connections per peer (uneven stripes:
+    // 2^20 floats do not split in 3 at 4 KiB boundaries evenly).
+    {"2nodes_x2_3sockets", 2, {0, 0, 1, 1}, {"--sockets-per-peer", "3"}},
 };
 
 const Collective kCollectives[] = {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce,
@@ -56,7 +62,7 @@ class CollectivesTest : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(CollectivesTest, MatrixMatchesReferenceElementByElement) {
   const Layout& layout = kLayouts[GetParam()];
-  auto cluster_ptr = StartCluster(layout.nodes);
+  auto cluster_ptr = StartCluster(layout.nodes, layout.daemon_args);
   LocalCluster& cluster = *cluster_ptr;
   ASSERT_TRUE(cluster.status().ok()) << cluster.status().ToString();
   const int world = static_cast<int>(layout.node_of_rank.size());
@@ -152,7 +158,40 @@ TEST_P(CollectivesTest, MatrixMatchesReferenceElementByElement) {
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, CollectivesTest, ::testing::Range<size_t>(0, 3),
+// Daemons configured with different --sockets-per-peer (BATON_NSOCKS) agree
+// on the smallest, and striped messages arrive intact.
+TEST(Striping, NodesUseTheSmallestSocketsPerPeerAndResultsMatch) {
+  auto cluster = StartCluster(2, {}, {{{"/usr/bin/env", "BATON_NSOCKS=4"}}, {{"/usr/bin/env", "BATON_NSOCKS=2"}}});
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  constexpr size_t kCount = (3 << 20) / 4 + 5;  // ~3 MiB, not a multiple of a stripe
+  std::vector<std::vector<float>> results(2);
+  std::string err = RunRanks(*cluster, {0, 1}, UniqueJob("stripes"), [&](int rank, baton_comm_t comm) {
+    std::vector<float> v(kCount);
+    for (size_t i = 0; i < kCount; ++i) v[i] = static_cast<float>((i % 1000) * (rank + 1));
+    if (baton_allreduce(v.data(), v.data(), kCount, baton_float32, baton_sum, comm, nullptr) != baton_success) {
+      ADD_FAILURE() << baton_get_last_error(comm);
+    }
+    results[rank] = std::move(v);
+  });
+  ASSERT_EQ(err, "");
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(results[r].size(), kCount);
+    for (size_t i = 0; i < kCount; ++i) {
+      if (results[r][i] != static_cast<float>((i % 1000) * 3)) {
+        ADD_FAILURE() << "rank " << r << " element " << i << ": " << results[r][i];
+        break;
+      }
+    }
+  }
+  for (int node = 0; node < 2; ++node) {
+    std::ifstream log(cluster->dir() + "/node" + std::to_string(node) + ".log");
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("2 connection(s) per peer node for collective data"), std::string::npos)
+        << "node " << node << " log:\n" << text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, CollectivesTest, ::testing::Range<size_t>(0, std::size(kLayouts)),
                          [](const auto& info) { return std::string(kLayouts[info.param].name); });
 
 }  // namespace

@@ -125,6 +125,30 @@ TEST(Options, PrecedenceIsDefaultsConfigEnvironmentCommandLine) {
   std::remove(path.c_str());
 }
 
+TEST(Options, SocketsPerPeerFromFlagConfigAndBatonNsocks) {
+  DaemonOptions o;
+  ASSERT_TRUE(Parse({}, &o).ok());
+  EXPECT_EQ(o.sockets_per_peer, 1);
+  ASSERT_TRUE(Parse({"--sockets-per-peer", "4"}, &o).ok());
+  EXPECT_EQ(o.sockets_per_peer, 4);
+  ::setenv("BATON_NSOCKS", "3", 1);
+  o = DaemonOptions{};
+  ASSERT_TRUE(Parse({}, &o).ok());
+  EXPECT_EQ(o.sockets_per_peer, 3);
+  ::unsetenv("BATON_NSOCKS");
+  const std::string path = WriteConfig("sockets-per-peer = 2\n");
+  o = DaemonOptions{};
+  ASSERT_TRUE(Parse({"--config", path}, &o).ok());
+  EXPECT_EQ(o.sockets_per_peer, 2);
+  std::remove(path.c_str());
+  Status st = Parse({"--sockets-per-peer", "0"}, &o);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("--sockets-per-peer must be 1..16, not 0"), std::string::npos) << st.message();
+  st = Parse({"--sockets-per-peer", "17"}, &o);
+  EXPECT_NE(st.message().find("--sockets-per-peer '17' is not a count up to 16 (1..16)"), std::string::npos)
+      << st.message();
+}
+
 TEST(Options, InvalidValueFromTheEnvironmentSaysWhere) {
   ::setenv("BATON_DEBUG", "LOUD", 1);
   DaemonOptions o;

@@ -20,9 +20,10 @@ constexpr uint64_t kPollMaxBytes = 256 << 10;  // phases up to this size poll be
 }  // namespace
 
 // State of one Exchange call. Every handler holds a pointer to it, so
-// Exchange does not return before all handlers have run.
+// Exchange does not return before all handlers have run. Work is kept per
+// lane (node * lanes + lane): each lane's sends and receives go in order.
 struct TcpMesh::Run {
-  struct Peer {
+  struct LaneWork {
     std::vector<const NetOp*> sends;
     std::vector<const NetOp*> recvs;
     size_t next_send = 0;
@@ -33,19 +34,24 @@ struct TcpMesh::Run {
   TcpMesh* mesh;
   const MessageStamp& stamp;
   const ReduceFn& reduce;
-  std::vector<Peer> peers;
+  std::vector<LaneWork> work;  // indexed like mesh->lanes_
+  std::vector<NetOp> parts;    // the stripes of striped messages (never reallocated once filled)
   size_t remaining = 0;
   Status error;
 
+  int NodeOf(size_t lane) const { return static_cast<int>(lane / mesh->lanes_per_peer_); }
+  tcp::socket& Socket(size_t lane) { return *mesh->lanes_[lane].socket; }
+
   void Fail(Status st) {
     if (error.ok()) error = std::move(st);
-    for (auto& s : mesh->sockets_) {
+    for (auto& l : mesh->lanes_) {
       boost::system::error_code ignored;
-      if (s) s->close(ignored);
+      if (l.socket) l.socket->close(ignored);
     }
   }
 
-  Status SocketError(int node, const boost::system::error_code& ec, const char* what) {
+  Status SocketError(size_t lane, const boost::system::error_code& ec, const char* what) {
+    const int node = NodeOf(lane);
     if (ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe) {
       return Status::Remote("connection to " + mesh->DescribePeer(node) + " closed while " + what +
                             ": that daemon failed or aborted the communicator");
@@ -53,86 +59,93 @@ struct TcpMesh::Run {
     return Status::Remote(std::string(what) + " " + mesh->DescribePeer(node) + ": " + ec.message());
   }
 
-  void SendNext(int node) {
-    Peer& p = peers[node];
-    if (!error.ok() || p.next_send == p.sends.size()) return;
-    const NetOp* op = p.sends[p.next_send];
-    p.out_header = MakeHeader(stamp, op->index, op->bytes);
-    std::array<asio::const_buffer, 2> bufs{asio::buffer(&p.out_header, sizeof p.out_header),
+  void SendNext(size_t lane) {
+    LaneWork& w = work[lane];
+    if (!error.ok() || w.next_send == w.sends.size()) return;
+    const NetOp* op = w.sends[w.next_send];
+    w.out_header = MakeHeader(stamp, op->index, op->bytes);
+    std::array<asio::const_buffer, 2> bufs{asio::buffer(&w.out_header, sizeof w.out_header),
                                            asio::buffer(op->data, op->bytes)};
-    asio::async_write(*mesh->sockets_[node], bufs, [this, node](const boost::system::error_code& ec, size_t) {
-      if (ec) return Fail(SocketError(node, ec, "sending to"));
-      ++peers[node].next_send;
+    asio::async_write(Socket(lane), bufs, [this, lane](const boost::system::error_code& ec, size_t) {
+      if (ec) return Fail(SocketError(lane, ec, "sending to"));
+      ++work[lane].next_send;
       --remaining;
-      SendNext(node);
+      SendNext(lane);
     });
   }
 
-  void RecvNext(int node) {
-    Peer& p = peers[node];
-    if (!error.ok() || p.next_recv == p.recvs.size()) return;
-    asio::async_read(*mesh->sockets_[node], asio::buffer(&p.in_header, sizeof p.in_header),
-                     [this, node](const boost::system::error_code& ec, size_t) {
-                       if (ec) return Fail(SocketError(node, ec, "receiving from"));
-                       Peer& peer = peers[node];
-                       const NetOp* op = peer.recvs[peer.next_recv];
-                       Status st = CheckHeader(peer.in_header, stamp, op->index, op->bytes, mesh->DescribePeer(node));
+  void RecvNext(size_t lane) {
+    LaneWork& w = work[lane];
+    if (!error.ok() || w.next_recv == w.recvs.size()) return;
+    asio::async_read(Socket(lane), asio::buffer(&w.in_header, sizeof w.in_header),
+                     [this, lane](const boost::system::error_code& ec, size_t) {
+                       if (ec) return Fail(SocketError(lane, ec, "receiving from"));
+                       LaneWork& lw = work[lane];
+                       const NetOp* op = lw.recvs[lw.next_recv];
+                       Status st = CheckHeader(lw.in_header, stamp, op->index, op->bytes,
+                                               mesh->DescribePeer(NodeOf(lane)));
                        if (!st.ok()) return Fail(st);
                        if (op->kind == NetOp::kRecv) {
-                         RecvBody(node, op);
+                         RecvBody(lane, op);
                        } else {
-                         RecvReduceChunk(node, op, 0);
+                         RecvReduceChunk(lane, op, 0);
                        }
                      });
   }
 
-  void RecvDone(int node) {
-    ++peers[node].next_recv;
+  void RecvDone(size_t lane) {
+    ++work[lane].next_recv;
     --remaining;
-    RecvNext(node);
+    RecvNext(lane);
   }
 
-  void RecvBody(int node, const NetOp* op) {
-    asio::async_read(*mesh->sockets_[node], asio::buffer(op->data, op->bytes),
-                     [this, node](const boost::system::error_code& ec, size_t) {
-                       if (ec) return Fail(SocketError(node, ec, "receiving from"));
-                       RecvDone(node);
+  void RecvBody(size_t lane, const NetOp* op) {
+    asio::async_read(Socket(lane), asio::buffer(op->data, op->bytes),
+                     [this, lane](const boost::system::error_code& ec, size_t) {
+                       if (ec) return Fail(SocketError(lane, ec, "receiving from"));
+                       RecvDone(lane);
                      });
   }
 
-  void RecvReduceChunk(int node, const NetOp* op, uint64_t offset) {
-    if (offset == op->bytes) return RecvDone(node);
-    auto& staging = mesh->staging_[node];
+  void RecvReduceChunk(size_t lane, const NetOp* op, uint64_t offset) {
+    if (offset == op->bytes) return RecvDone(lane);
+    auto& staging = mesh->lanes_[lane].staging;
     if (staging.empty()) staging.resize(kStagingBytes);
     const uint64_t n = std::min<uint64_t>(kStagingBytes, op->bytes - offset);
-    asio::async_read(*mesh->sockets_[node], asio::buffer(staging.data(), n),
-                     [this, node, op, offset, n](const boost::system::error_code& ec, size_t) {
-                       if (ec) return Fail(SocketError(node, ec, "receiving from"));
-                       reduce(op->data + offset, mesh->staging_[node].data(), n);
-                       RecvReduceChunk(node, op, offset + n);
+    asio::async_read(Socket(lane), asio::buffer(staging.data(), n),
+                     [this, lane, op, offset, n](const boost::system::error_code& ec, size_t) {
+                       if (ec) return Fail(SocketError(lane, ec, "receiving from"));
+                       reduce(op->data + offset, mesh->lanes_[lane].staging.data(), n);
+                       RecvReduceChunk(lane, op, offset + n);
                      });
   }
 };
 
-TcpMesh::TcpMesh(std::vector<std::string> peer_names, std::vector<UniqueFd> sockets, std::chrono::microseconds spin)
+TcpMesh::TcpMesh(std::vector<std::string> peer_names, std::vector<std::vector<UniqueFd>> sockets,
+                 std::chrono::microseconds spin)
     : peer_names_(std::move(peer_names)), spin_(spin) {
-  sockets_.resize(sockets.size());
-  staging_.resize(sockets.size());
-  for (size_t n = 0; n < sockets.size(); ++n) {
-    if (!sockets[n].valid()) continue;
-    const int fd = sockets[n].release();
-    sockets_[n] = std::make_unique<tcp::socket>(io_, ProtocolOf(fd), fd);
+  num_nodes_ = static_cast<int>(sockets.size());
+  for (const auto& peer : sockets) {
+    if (!peer.empty()) lanes_per_peer_ = static_cast<int>(peer.size());
+  }
+  lanes_.resize(static_cast<size_t>(num_nodes_) * lanes_per_peer_);
+  for (int n = 0; n < num_nodes_; ++n) {
+    for (size_t l = 0; l < sockets[n].size() && l < static_cast<size_t>(lanes_per_peer_); ++l) {
+      if (!sockets[n][l].valid()) continue;
+      const int fd = sockets[n][l].release();
+      LaneOf(n, static_cast<int>(l))->socket = std::make_unique<tcp::socket>(io_, ProtocolOf(fd), fd);
+    }
   }
 }
 
 TcpMesh::~TcpMesh() { Close(); }
 
 void TcpMesh::Close() {
-  for (auto& s : sockets_) {
+  for (auto& l : lanes_) {
     boost::system::error_code ignored;
-    if (s) {
-      s->shutdown(tcp::socket::shutdown_both, ignored);
-      s->close(ignored);
+    if (l.socket) {
+      l.socket->shutdown(tcp::socket::shutdown_both, ignored);
+      l.socket->close(ignored);
     }
   }
   closed_ = true;
@@ -140,9 +153,9 @@ void TcpMesh::Close() {
 
 void TcpMesh::Interrupt() {
   boost::asio::post(io_, [this] {
-    for (auto& s : sockets_) {
+    for (auto& l : lanes_) {
       boost::system::error_code ignored;
-      if (s) s->close(ignored);
+      if (l.socket) l.socket->close(ignored);
     }
   });
 }
@@ -155,16 +168,38 @@ std::string TcpMesh::DescribePeer(int node) const {
 Status TcpMesh::Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, const ReduceFn& reduce,
                          std::chrono::steady_clock::time_point deadline) {
   if (closed_) return Status::Aborted("the communicator's connections are closed");
-  Run run{this, stamp, reduce, std::vector<Run::Peer>(sockets_.size()), ops.size(), Status::Ok()};
+  Run run{this, stamp, reduce, std::vector<Run::LaneWork>(lanes_.size()), {}, 0, Status::Ok()};
+  // Striped messages become one part per lane; reserve so that the
+  // pointers to parts stay valid.
+  size_t num_parts = 0;
   for (const NetOp& op : ops) {
-    if (op.peer < 0 || static_cast<size_t>(op.peer) >= sockets_.size() || !sockets_[op.peer]) {
+    if (lanes_per_peer_ > 1 && op.bytes >= kStripeMinBytes) num_parts += lanes_per_peer_;
+  }
+  run.parts.reserve(num_parts);
+  auto queue = [&](const NetOp* op, int lane) {
+    Run::LaneWork& w = run.work[static_cast<size_t>(op->peer) * lanes_per_peer_ + lane];
+    (op->kind == NetOp::kSend ? w.sends : w.recvs).push_back(op);
+    ++run.remaining;
+  };
+  for (const NetOp& op : ops) {
+    if (op.peer < 0 || op.peer >= num_nodes_ || !LaneOf(op.peer, 0)->socket) {
       return Status::Internal("network step to node " + std::to_string(op.peer) + " which has no connection");
     }
-    (op.kind == NetOp::kSend ? run.peers[op.peer].sends : run.peers[op.peer].recvs).push_back(&op);
+    if (lanes_per_peer_ == 1 || op.bytes < kStripeMinBytes) {
+      queue(&op, 0);
+      continue;
+    }
+    const uint64_t per_lane = ((op.bytes + lanes_per_peer_ - 1) / lanes_per_peer_ + 4095) & ~uint64_t{4095};
+    for (int lane = 0; lane < lanes_per_peer_; ++lane) {
+      const uint64_t offset = per_lane * lane;
+      if (offset >= op.bytes) break;
+      run.parts.push_back({op.kind, op.peer, op.data + offset, std::min(per_lane, op.bytes - offset), op.index});
+      queue(&run.parts.back(), lane);
+    }
   }
-  for (size_t n = 0; n < run.peers.size(); ++n) {
-    run.SendNext(static_cast<int>(n));
-    run.RecvNext(static_cast<int>(n));
+  for (size_t lane = 0; lane < run.work.size(); ++lane) {
+    run.SendNext(lane);
+    run.RecvNext(lane);
   }
   io_.restart();
   // Why poll: a small message from a peer arrives microseconds after it was
@@ -192,10 +227,13 @@ Status TcpMesh::Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, 
       spin_until = std::chrono::steady_clock::now() + spin;
     } else if (std::chrono::steady_clock::now() >= deadline) {
       std::string waiting;
-      for (size_t n = 0; n < run.peers.size(); ++n) {
-        const auto& p = run.peers[n];
-        if (p.next_recv < p.recvs.size() || p.next_send < p.sends.size()) {
-          waiting += (waiting.empty() ? "" : ", ") + DescribePeer(static_cast<int>(n));
+      int last = -1;
+      for (size_t lane = 0; lane < run.work.size(); ++lane) {
+        const auto& w = run.work[lane];
+        const int node = run.NodeOf(lane);
+        if (node != last && (w.next_recv < w.recvs.size() || w.next_send < w.sends.size())) {
+          waiting += (waiting.empty() ? "" : ", ") + DescribePeer(node);
+          last = node;
         }
       }
       run.Fail(Status::Timeout("no progress from " + waiting));

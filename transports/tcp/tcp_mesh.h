@@ -1,8 +1,17 @@
-// TcpMesh: Mesh over one TCP connection per peer node, driven by a private
-// Boost.Asio io_context on the calling (communicator worker) thread. Sends
-// and receives of a phase run concurrently; plain receives land directly in
-// the destination buffer, reducing receives stream through a small staging
-// buffer so that reduction overlaps with the rest of the transfer.
+// TcpMesh: Mesh over one or more TCP connections ("lanes") per peer node,
+// driven by a private Boost.Asio io_context on the calling (communicator
+// worker) thread. Sends and receives of a phase run concurrently; plain
+// receives land directly in the destination buffer, reducing receives
+// stream through a small staging buffer per lane so that reduction overlaps
+// with the rest of the transfer.
+//
+// Why several lanes: one TCP flow rarely fills a fast NIC (one receive
+// queue, one core's softirq, one congestion window; ECMP pins it to one
+// path). Messages of kStripeMinBytes and more are cut into one stripe per
+// lane (4 KiB-aligned, so that stripes hold whole elements of every type);
+// smaller ones go on lane 0. Both sides cut the same way from the message
+// size alone, and each lane keeps message order, so no extra framing is
+// needed.
 #pragma once
 
 #include "common/asio.h"
@@ -18,10 +27,13 @@ namespace baton::tcp {
 
 class TcpMesh final : public Mesh {
  public:
-  // `sockets[n]` is the connected socket to node n (invalid for this node).
-  // Exchange polls the sockets for up to `spin` after each bit of progress
-  // before it blocks in epoll, in phases of up to 256 KiB (0: always block).
-  TcpMesh(std::vector<std::string> peer_names, std::vector<UniqueFd> sockets,
+  static constexpr uint64_t kStripeMinBytes = 256 << 10;
+
+  // `sockets[n]` are the connected sockets (lanes) to node n, the same
+  // number for every peer (empty for this node). Exchange polls the sockets
+  // for up to `spin` after each bit of progress before it blocks in epoll,
+  // in phases of up to 256 KiB (0: always block).
+  TcpMesh(std::vector<std::string> peer_names, std::vector<std::vector<UniqueFd>> sockets,
           std::chrono::microseconds spin = std::chrono::microseconds(0));
   ~TcpMesh() override;
 
@@ -37,8 +49,16 @@ class TcpMesh final : public Mesh {
   std::vector<std::string> peer_names_;
   std::chrono::microseconds spin_;
   boost::asio::io_context io_;
-  std::vector<std::unique_ptr<boost::asio::ip::tcp::socket>> sockets_;
-  std::vector<std::vector<uint8_t>> staging_;  // per peer, for reducing receives
+  // Lane l to node n is lanes_[n * lanes_per_peer_ + l] (null for this node).
+  struct Lane {
+    std::unique_ptr<boost::asio::ip::tcp::socket> socket;
+    std::vector<uint8_t> staging;  // for reducing receives
+  };
+  Lane* LaneOf(int node, int lane) { return &lanes_[static_cast<size_t>(node) * lanes_per_peer_ + lane]; }
+
+  int num_nodes_ = 0;
+  int lanes_per_peer_ = 1;
+  std::vector<Lane> lanes_;
   bool closed_ = false;
 };
 

@@ -5,7 +5,8 @@ namespace baton::tcp {
 bool IsValidHello(const Hello& h) {
   return h.magic == kHelloMagic && h.version == kWireVersion &&
          (h.channel == static_cast<uint16_t>(Channel::kCollective) ||
-          h.channel == static_cast<uint16_t>(Channel::kPointToPoint));
+          h.channel == static_cast<uint16_t>(Channel::kPointToPoint) ||
+          (h.channel > 16 && h.channel < 16 + kMaxSocketsPerPeer));
 }
 
 DataHeader MakeHeader(const MessageStamp& stamp, uint32_t index, uint64_t bytes) {

@@ -16,6 +16,13 @@ inline constexpr uint16_t kWireVersion = 1;
 
 enum class Channel : uint16_t { kCollective = 1, kPointToPoint = 2 };
 
+// Collective data may run over several connections per peer node (stripes):
+// stripe 0 is Channel::kCollective, stripe s > 0 is channel 16 + s.
+inline constexpr int kMaxSocketsPerPeer = 16;
+inline Channel CollectiveStripe(int s) {
+  return s == 0 ? Channel::kCollective : static_cast<Channel>(16 + s);
+}
+
 // First bytes on every new connection: who is calling and for what.
 struct Hello {
   uint32_t magic;
