@@ -60,7 +60,7 @@ options:
                          submission before it sleeps (default 100; 0: never spin).
                          Spinning only follows activity: an idle daemon sleeps
   --sockets-per-peer N   TCP connections to each peer node per communicator for
-                         collective data, 1..16 (default 1; $BATON_NSOCKS); messages of
+                         collective data, 1..16 (default 2; $BATON_NSOCKS); messages of
                          256 KiB and more are striped across them. Nodes agree on
                          the smallest value any of them asks for
   --reduce-threads N     threads that share the copies and reductions of large

@@ -26,7 +26,7 @@ struct Layout {
 
 const Layout kLayouts[] = {
     {"1node_x4", 1, {0, 0, 0, 0}},
-    {"2nodes_x2", 2, {0, 0, 1, 1}},
+    {"2nodes_x2", 2, {0, 0, 1, 1}, {"--sockets-per-peer", "1"}},  // one lane; the others use the default (2)
     {"3nodes_uneven", 3, {0, 1, 1, 2, 2, 2}},
     // Large messages striped over 3 connections per peer (uneven stripes:
     // 2^20 floats do not split in 3 at 4 KiB boundaries evenly).

@@ -128,7 +128,7 @@ TEST(Options, PrecedenceIsDefaultsConfigEnvironmentCommandLine) {
 TEST(Options, SocketsPerPeerFromFlagConfigAndBatonNsocks) {
   DaemonOptions o;
   ASSERT_TRUE(Parse({}, &o).ok());
-  EXPECT_EQ(o.sockets_per_peer, 1);
+  EXPECT_EQ(o.sockets_per_peer, 2);
   ASSERT_TRUE(Parse({"--sockets-per-peer", "4"}, &o).ok());
   EXPECT_EQ(o.sockets_per_peer, 4);
   ::setenv("BATON_NSOCKS", "3", 1);
@@ -136,10 +136,10 @@ TEST(Options, SocketsPerPeerFromFlagConfigAndBatonNsocks) {
   ASSERT_TRUE(Parse({}, &o).ok());
   EXPECT_EQ(o.sockets_per_peer, 3);
   ::unsetenv("BATON_NSOCKS");
-  const std::string path = WriteConfig("sockets-per-peer = 2\n");
+  const std::string path = WriteConfig("sockets-per-peer = 5\n");
   o = DaemonOptions{};
   ASSERT_TRUE(Parse({"--config", path}, &o).ok());
-  EXPECT_EQ(o.sockets_per_peer, 2);
+  EXPECT_EQ(o.sockets_per_peer, 5);
   std::remove(path.c_str());
   Status st = Parse({"--sockets-per-peer", "0"}, &o);
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
