@@ -43,15 +43,25 @@ Partitions RankBlocks(const NodeLayout& layout, uint64_t block_bytes) {
   return out;
 }
 
-void RingReduceScatter(ScheduleBuilder& b, int node, int num_nodes, const Region& work, const Partitions& parts) {
+void RingReduceScatter(ScheduleBuilder& b, int node, int num_nodes, const Region& work, const Partitions& parts,
+                       const Region* input) {
   const int next = Mod(node + 1, num_nodes);
   const int prev = Mod(node - 1, num_nodes);
   // Step s: pass on the partial result of partition (node-s-1), fold the
   // incoming partial of partition (node-s-2) into ours. After N-1 steps the
   // partition this node last folded, (node - N) mod N == node, is complete.
+  // Each partition is folded at most once here, so with `input` every fold
+  // can take its local operand from the input, and only step 0 sends a
+  // partition this node has not folded (its own input's).
   for (int s = 0; s < num_nodes - 1; ++s) {
-    SendSpans(b, next, work, parts[Mod(node - s - 1, num_nodes)]);
-    RecvSpans(b, prev, work, parts[Mod(node - s - 2, num_nodes)], /*reduce=*/true);
+    SendSpans(b, next, input != nullptr && s == 0 ? *input : work, parts[Mod(node - s - 1, num_nodes)]);
+    if (input == nullptr) {
+      RecvSpans(b, prev, work, parts[Mod(node - s - 2, num_nodes)], /*reduce=*/true);
+    } else {
+      for (const auto& [off, len] : parts[Mod(node - s - 2, num_nodes)]) {
+        b.RecvReduceFrom(prev, input->Sub(off, len), work.Sub(off, len));
+      }
+    }
     b.EndPhase();
   }
 }

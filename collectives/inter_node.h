@@ -25,7 +25,11 @@ Partitions RankBlocks(const NodeLayout& layout, uint64_t block_bytes);
 // Ring reduce-scatter (N-1 steps): afterwards node j's partition holds the
 // reduction over all nodes. Each element is reduced in exactly one place,
 // so every node later sees identical bits.
-void RingReduceScatter(ScheduleBuilder& b, int node, int num_nodes, const Region& work, const Partitions& parts);
+// With `input`, the rank's input is read where it lies: the first send comes
+// from it, and every fold is input (op) incoming into work, so work needs
+// no copy of the input beforehand (one rank on the node: no local reduce).
+void RingReduceScatter(ScheduleBuilder& b, int node, int num_nodes, const Region& work, const Partitions& parts,
+                       const Region* input = nullptr);
 // Ring all-gather (N-1 steps): node j's partition is copied to every node.
 void RingAllGather(ScheduleBuilder& b, int node, int num_nodes, const Region& work, const Partitions& parts);
 // Every node sends its partition to every other node in one phase.

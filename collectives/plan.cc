@@ -60,8 +60,19 @@ void InterNodeAllReduce(Ctx& c, const Region& work) {
 void PlanAllReduce(Ctx& c) {
   const int leader = c.local.front();
   const Region work = RecvBuf(leader, 0, c.bytes);
-  LocalReduce(c, leader, work, c.bytes);
-  InterNodeAllReduce(c, work);
+  const bool ring = c.num_nodes > 1 && c.algo != Algorithm::kRecursiveDoubling && c.algo != Algorithm::kDirect;
+  if (ring && c.local.size() == 1) {
+    // One rank on this node: nothing to reduce locally, so the ring reads
+    // the rank's input where it lies instead of copying it into work first
+    // (a whole pass over memory saved).
+    const Region input = SendBuf(leader, 0, c.bytes);
+    const Partitions parts = EvenChunks(c.in.sig.count, c.esize, c.num_nodes);
+    RingReduceScatter(c.b, c.node, c.num_nodes, work, parts, &input);
+    RingAllGather(c.b, c.node, c.num_nodes, work, parts);
+  } else {
+    LocalReduce(c, leader, work, c.bytes);
+    InterNodeAllReduce(c, work);
+  }
   if (c.in.sig.redop == RedOp::kAvg) c.b.Divide(work, static_cast<uint64_t>(c.layout.world_size()));
   for (int r : c.local) c.b.Copy(work, RecvBuf(r, 0, c.bytes));
 }

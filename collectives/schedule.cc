@@ -36,7 +36,8 @@ std::string Schedule::ToString() const {
     for (const Step& s : phases[i].steps) {
       os << "phase " << i << ": " << StepName(s.kind);
       if (s.IsNetwork()) os << " peer " << s.peer;
-      if (s.kind != StepKind::kRecv && s.kind != StepKind::kRecvReduce && s.kind != StepKind::kDivide) {
+      if ((s.kind != StepKind::kRecv && s.kind != StepKind::kRecvReduce && s.kind != StepKind::kDivide) ||
+          (s.kind == StepKind::kRecvReduce && s.src.bytes > 0)) {
         os << " " << RegionString(s.src);
       }
       if (s.kind != StepKind::kSend) os << " -> " << RegionString(s.dst);

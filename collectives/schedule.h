@@ -44,7 +44,8 @@ enum class StepKind : uint8_t {
   kDivide,      // dst = dst / divisor (the end of an average)
   kSend,        // send src to node `peer`
   kRecv,        // receive from node `peer` into dst
-  kRecvReduce,  // receive from node `peer` and reduce into dst
+  kRecvReduce,  // receive from node `peer` and reduce into dst; with a src region,
+                //   dst = src (op) incoming instead (dst's old contents unread)
 };
 
 struct Step {

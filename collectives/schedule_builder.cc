@@ -48,6 +48,11 @@ void ScheduleBuilder::RecvReduce(int peer, const Region& dst) {
   AddNetwork({StepKind::kRecvReduce, {}, dst, peer});
 }
 
+void ScheduleBuilder::RecvReduceFrom(int peer, const Region& operand, const Region& dst) {
+  if (dst.bytes == 0) return;
+  AddNetwork({StepKind::kRecvReduce, operand, dst, peer});
+}
+
 void ScheduleBuilder::Signal(int peer) { AddNetwork({StepKind::kSend, {}, {}, peer}); }
 void ScheduleBuilder::AwaitSignal(int peer) { AddNetwork({StepKind::kRecv, {}, {}, peer}); }
 

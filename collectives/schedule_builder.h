@@ -20,6 +20,9 @@ class ScheduleBuilder {
   void Send(int peer, const Region& src);
   void Recv(int peer, const Region& dst);
   void RecvReduce(int peer, const Region& dst);
+  // dst = operand (op) the incoming message: a fold that reads its local
+  // operand where it lies instead of needing it copied into dst first.
+  void RecvReduceFrom(int peer, const Region& operand, const Region& dst);
   void Signal(int peer);
   void AwaitSignal(int peer);
 

@@ -85,8 +85,12 @@ Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
         case StepKind::kRecv:
         case StepKind::kRecvReduce:
           BATON_RETURN_IF_ERROR(resolver.Resolve(s.dst, &dst));
+          if (s.kind == StepKind::kRecvReduce && s.src.bytes > 0) {
+            if (s.src.bytes != s.dst.bytes) return Status::Internal("recv-reduce with regions of different sizes");
+            BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
+          }
           net.push_back({s.kind == StepKind::kRecv ? NetOp::kRecv : NetOp::kRecvReduce, s.peer, dst, s.dst.bytes,
-                         received[s.peer]++});
+                         received[s.peer]++, src});
           break;
       }
     }

@@ -128,6 +128,11 @@ Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo
         if (s.kind == StepKind::kRecv) {
           std::memcpy(dst, msg.data(), msg.size());
         } else {
+          if (s.src.bytes > 0) {  // dst = operand (op) incoming
+            uint8_t* operand = nullptr;
+            BATON_RETURN_IF_ERROR(resolve(i, s.src, &operand));
+            std::memmove(dst, operand, msg.size());
+          }
           ReduceInto(sig.dtype, sig.redop, dst, msg.data(), msg.size() / esize);
         }
       }

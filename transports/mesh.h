@@ -29,6 +29,9 @@ struct NetOp {
   uint8_t* data = nullptr;
   uint64_t bytes = 0;
   uint32_t index = 0;     // position of this message in the (this node, peer) stream of the collective
+  // kRecvReduce only: when set, data = operand (op) incoming; data's old
+  // contents are not read (operand may equal data).
+  const uint8_t* operand = nullptr;
 };
 
 // Folds `bytes` of incoming data into `dst` (dst = dst op src).

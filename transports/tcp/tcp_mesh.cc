@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <cstring>
 #include <thread>
 
 #include "common/logging.h"
@@ -115,6 +116,11 @@ struct TcpMesh::Run {
     asio::async_read(Socket(lane), asio::buffer(staging.data(), n),
                      [this, lane, op, offset, n](const boost::system::error_code& ec, size_t) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
+                       // A fold from an operand: bring this chunk of it
+                       // into place first, while both are in cache.
+                       if (op->operand != nullptr && op->operand != op->data) {
+                         std::memcpy(op->data + offset, op->operand + offset, n);
+                       }
                        reduce(op->data + offset, mesh->lanes_[lane].staging.data(), n);
                        RecvReduceChunk(lane, op, offset + n);
                      });
@@ -193,7 +199,8 @@ Status TcpMesh::Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, 
     for (int lane = 0; lane < lanes_per_peer_; ++lane) {
       const uint64_t offset = per_lane * lane;
       if (offset >= op.bytes) break;
-      run.parts.push_back({op.kind, op.peer, op.data + offset, std::min(per_lane, op.bytes - offset), op.index});
+      run.parts.push_back({op.kind, op.peer, op.data + offset, std::min(per_lane, op.bytes - offset), op.index,
+                           op.operand != nullptr ? op.operand + offset : nullptr});
       queue(&run.parts.back(), lane);
     }
   }
