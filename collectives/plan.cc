@@ -153,9 +153,16 @@ void PlanAllGather(Ctx& c) {
 void PlanReduceScatter(Ctx& c) {
   const uint64_t world = static_cast<uint64_t>(c.layout.world_size());
   const Region work = c.b.Scratch(c.bytes * world);
-  LocalReduce(c, c.local.front(), work, c.bytes * world);
-  if (c.num_nodes > 1) {
-    RingReduceScatter(c.b, c.node, c.num_nodes, work, RankBlocks(c.layout, c.bytes));
+  if (c.num_nodes > 1 && c.local.size() == 1) {
+    // One rank on this node: the ring folds from its input directly (as in
+    // PlanAllReduce), saving the copy of all world blocks into scratch.
+    const Region input = SendBuf(c.local.front(), 0, c.bytes * world);
+    RingReduceScatter(c.b, c.node, c.num_nodes, work, RankBlocks(c.layout, c.bytes), &input);
+  } else {
+    LocalReduce(c, c.local.front(), work, c.bytes * world);
+    if (c.num_nodes > 1) {
+      RingReduceScatter(c.b, c.node, c.num_nodes, work, RankBlocks(c.layout, c.bytes));
+    }
   }
   for (int r : c.local) {
     const Region block = work.Sub(static_cast<uint64_t>(r) * c.bytes, c.bytes);
