@@ -560,8 +560,9 @@ void Session::DrainRing() {
 void Session::Route(LocalOp op, const Membership& m) {
   if (!op.device && !(gate_ && gate_->busy())) return m.comm->Submit(std::move(op));
   if (!env_.services.pinned) {  // an embedding without a pool (never batond itself)
-    m.comm->Abort(Status::Internal("this daemon has no pinned memory pool for GPU operations"));
-    return op.Finish(Status::Internal("this daemon has no pinned memory pool for GPU operations"));
+    const Status none = Status::Internal("this daemon has no pinned memory pool for GPU operations");
+    m.comm->Abort(none);
+    return op.Finish(none);
   }
   if (!gate_) gate_ = std::make_unique<StreamGate>(env_.services.pinned);
   const auto deadline = std::chrono::steady_clock::now() + m.comm->spec().timeout;

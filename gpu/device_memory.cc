@@ -36,10 +36,7 @@ Status QueryPointer(const void* p, DevicePointer* out) {
   unsigned long long id = 0;
   BATON_RETURN_IF_ERROR(
       FromCuDriver(api->pointer_get_attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, ptr), "buffer id of a pointer"));
-  CUcontext ctx = nullptr;
-  BATON_RETURN_IF_ERROR(
-      FromCuDriver(api->pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, ptr), "context of a pointer"));
-  ScopedContext scoped(*api, ctx);
+  ScopedContext scoped(*api, ptr);
   BATON_RETURN_IF_ERROR(scoped.status());
   CUdeviceptr base = 0;
   size_t size = 0;
@@ -65,10 +62,7 @@ Status ExportAllocation(const DevicePointer& ptr, IpcHandle* handle, DeviceUuid*
   const DriverApi* api = nullptr;
   BATON_RETURN_IF_ERROR(GetDriverApi(&api));
   const auto base = static_cast<CUdeviceptr>(ptr.base);
-  CUcontext ctx = nullptr;
-  BATON_RETURN_IF_ERROR(
-      FromCuDriver(api->pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, base), "context of a pointer"));
-  ScopedContext scoped(*api, ctx);
+  ScopedContext scoped(*api, base);
   BATON_RETURN_IF_ERROR(scoped.status());
   CUipcMemHandle h{};
   BATON_RETURN_IF_ERROR(FromCuDriver(api->ipc_get_mem_handle(&h, base),

@@ -61,6 +61,12 @@ ScopedContext::ScopedContext(const DriverApi& api, CUcontext ctx) : api_(api) {
   status_ = FromCuDriver(api_.ctx_push_current(ctx), "cuCtxPushCurrent");
 }
 
+ScopedContext::ScopedContext(const DriverApi& api, CUdeviceptr ptr) : api_(api) {
+  CUcontext ctx = nullptr;
+  status_ = FromCuDriver(api_.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, ptr), "context of a pointer");
+  if (status_.ok()) status_ = FromCuDriver(api_.ctx_push_current(ctx), "cuCtxPushCurrent");
+}
+
 ScopedContext::~ScopedContext() {
   CUcontext popped = nullptr;
   if (status_.ok()) api_.ctx_pop_current(&popped);

@@ -39,6 +39,8 @@ Status GetDriverApi(const DriverApi** out);
 class ScopedContext {
  public:
   ScopedContext(const DriverApi& api, CUcontext ctx);
+  // The context that owns device memory at `ptr`.
+  ScopedContext(const DriverApi& api, CUdeviceptr ptr);
   ~ScopedContext();
   ScopedContext(const ScopedContext&) = delete;
   ScopedContext& operator=(const ScopedContext&) = delete;

@@ -2,6 +2,28 @@
 
 namespace baton::test {
 
+CallArguments PlaceArguments(const OpSignature& sig, int rank, bool in_place, uint8_t* send, uint8_t* recv,
+                             uint64_t send_bytes, uint64_t recv_bytes) {
+  CallArguments a{send, send, recv};
+  if (!in_place) return a;
+  const uint64_t block = static_cast<uint64_t>(rank) * sig.count * DataTypeSize(sig.dtype);
+  switch (sig.collective) {
+    case Collective::kAllGather:
+    case Collective::kGather:
+      if (recv_bytes > 0) a.input = recv + block, a.send = a.input;
+      break;
+    case Collective::kReduceScatter:
+    case Collective::kScatter:
+      if (send_bytes > 0) a.input = recv, a.send = recv, a.recv = recv + block;
+      break;
+    default:
+      if (send_bytes > 0) a.input = recv;
+      a.send = recv;
+      break;
+  }
+  return a;
+}
+
 baton_result_t CallCollective(const OpSignature& s, const void* send, void* recv, baton_comm_t comm) {
   const auto t = static_cast<baton_datatype_t>(s.dtype);
   const auto op = static_cast<baton_redop_t>(s.redop);

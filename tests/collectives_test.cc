@@ -102,42 +102,14 @@ TEST_P(CollectivesTest, MatrixMatchesReferenceElementByElement) {
           rbuf = heap_r.data();
         }
         std::memset(rbuf, 0xCD, cap);
-        const uint8_t* send = sbuf;
-        uint8_t* recv = rbuf;
-        const uint64_t blk = sig.count * es;
-        if (!in_place) {
-          if (send_bytes) std::memcpy(sbuf, sends[rank].data(), send_bytes);
-        } else {
-          switch (sig.collective) {
-            case Collective::kAllGather:
-            case Collective::kGather:
-              if (recv_bytes) {
-                std::memcpy(rbuf + rank * blk, sends[rank].data(), blk);
-                send = rbuf + rank * blk;
-              } else if (send_bytes) {
-                std::memcpy(sbuf, sends[rank].data(), send_bytes);
-              }
-              break;
-            case Collective::kReduceScatter:
-            case Collective::kScatter:
-              if (send_bytes) {
-                std::memcpy(rbuf, sends[rank].data(), send_bytes);
-                send = rbuf;
-                recv = rbuf + rank * blk;
-              }
-              break;
-            default:
-              if (send_bytes) std::memcpy(rbuf, sends[rank].data(), send_bytes);
-              send = rbuf;
-              break;
-          }
-        }
-        baton_result_t rc = CallCollective(sig, send, recv, comm);
+        const CallArguments args = PlaceArguments(sig, rank, in_place, sbuf, rbuf, send_bytes, recv_bytes);
+        if (send_bytes) std::memcpy(args.input, sends[rank].data(), send_bytes);
+        baton_result_t rc = CallCollective(sig, args.send, args.recv, comm);
         std::string problem;
         if (rc != baton_success) {
           problem = std::string("failed: ") + baton_get_last_error(comm);
         } else if (recv_bytes > 0) {
-          Bytes got(recv, recv + recv_bytes);
+          Bytes got(args.recv, args.recv + recv_bytes);
           std::string msg;
           if (FirstMismatch(sig.dtype, got, want, &msg) >= 0) problem = msg;
         }

@@ -184,33 +184,16 @@ TEST_P(GpuCollectives, MatchReferenceElementByElement) {
         uint8_t* send = send_dev ? static_cast<uint8_t*>(dsend.ptr) : hsend.data();
         uint8_t* recv = recv_dev ? static_cast<uint8_t*>(drecv.ptr) : hrecv.data();
         if (recv_dev) cudaMemset(recv, 0xCD, cap);
-        const uint64_t blk = sig.count * es;
-        const uint8_t* send_arg = send;
-        uint8_t* recv_arg = recv;
-        uint8_t* input_at = send;
-        if (in_place) {
-          switch (sig.collective) {
-            case Collective::kAllGather:
-            case Collective::kGather:
-              if (recv_bytes) input_at = recv + rank * blk, send_arg = input_at;
-              break;
-            case Collective::kReduceScatter:
-            case Collective::kScatter:
-              if (send_bytes) input_at = recv, send_arg = recv, recv_arg = recv + rank * blk;
-              break;
-            default:
-              if (send_bytes) input_at = recv, send_arg = recv;
-          }
-        }
+        const CallArguments args = PlaceArguments(sig, rank, in_place, send, recv, send_bytes, recv_bytes);
         if (send_bytes) {
           if (send_dev) {
-            cudaMemcpy(input_at, sends[rank].data(), send_bytes, cudaMemcpyHostToDevice);
+            cudaMemcpy(args.input, sends[rank].data(), send_bytes, cudaMemcpyHostToDevice);
           } else {
-            std::memcpy(input_at, sends[rank].data(), send_bytes);
+            std::memcpy(args.input, sends[rank].data(), send_bytes);
           }
         }
-        baton_result_t rc = mc.on_stream ? CallStream(sig, send_arg, recv_arg, comm, stream)
-                                         : CallCollective(sig, send_arg, recv_arg, comm);
+        baton_result_t rc = mc.on_stream ? CallStream(sig, args.send, args.recv, comm, stream)
+                                         : CallCollective(sig, args.send, args.recv, comm);
         if (rc != baton_success) {
           fail(sig.ToString() + " rank " + std::to_string(rank) + ": " + baton_get_last_error(comm));
           return;
@@ -224,14 +207,10 @@ TEST_P(GpuCollectives, MatchReferenceElementByElement) {
         }
         if (want.empty()) continue;
         Bytes got(want.size());
-        const uint8_t* result = in_place && (sig.collective == Collective::kReduceScatter ||
-                                             sig.collective == Collective::kScatter)
-                                    ? recv_arg
-                                    : recv;
         if (recv_dev) {
-          cudaMemcpy(got.data(), result, got.size(), cudaMemcpyDeviceToHost);
+          cudaMemcpy(got.data(), args.recv, got.size(), cudaMemcpyDeviceToHost);
         } else {
-          std::memcpy(got.data(), result, got.size());
+          std::memcpy(got.data(), args.recv, got.size());
         }
         std::string msg;
         if (FirstMismatch(sig.dtype, got, want, &msg) >= 0) {
