@@ -4,11 +4,24 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "baton/baton.h"
+#include "collectives/reference.h"
 #include "common/types.h"
 
 namespace baton::test {
+
+// One rank's part of a checked call: every rank's reference input, what
+// this rank must receive, and its buffer sizes (cap: the larger, at least 1).
+struct RankCase {
+  std::vector<reference::Bytes> sends;
+  reference::Bytes want;
+  uint64_t send_bytes = 0;
+  uint64_t recv_bytes = 0;
+  uint64_t cap = 1;
+};
+RankCase MakeRankCase(const OpSignature& sig, int world, int rank);
 
 // A rank's arguments for `sig`, given its send and receive buffers.
 struct CallArguments {

@@ -75,15 +75,7 @@ TEST_P(CollectivesTest, MatrixMatchesReferenceElementByElement) {
       for (bool in_place : {false, true}) {
         // Odd ops use shared memory from baton_mem_alloc, even ones plain heap memory (staged).
         const bool registered = i % 2 == 1;
-        std::vector<Bytes> sends(world);
-        for (int r = 0; r < world; ++r) sends[r] = MakeSendBuffer(sig, world, r);
-        Bytes want = Expected(sig, world, rank, sends);
-        BufferExtents ext;
-        ComputeExtents(sig.collective, sig.count, world, rank, sig.root, &ext);
-        const uint64_t es = DataTypeSize(sig.dtype);
-        const uint64_t send_bytes = ext.send_elems * es;
-        const uint64_t recv_bytes = ext.recv_elems * es;
-        const uint64_t cap = std::max<uint64_t>({send_bytes, recv_bytes, 1});
+        const auto& [sends, want, send_bytes, recv_bytes, cap] = MakeRankCase(sig, world, rank);
         uint8_t* sbuf = nullptr;
         uint8_t* rbuf = nullptr;
         std::vector<uint8_t> heap_s;

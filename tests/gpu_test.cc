@@ -158,15 +158,7 @@ TEST_P(GpuCollectives, MatchReferenceElementByElement) {
       const OpSignature& sig = ops[i];
       for (bool in_place : {false, true}) {
         if (in_place && placement != Placement::kDevice) continue;
-        std::vector<Bytes> sends(world);
-        for (int r = 0; r < world; ++r) sends[r] = MakeSendBuffer(sig, world, r);
-        const Bytes want = Expected(sig, world, rank, sends);
-        BufferExtents ext;
-        ComputeExtents(sig.collective, sig.count, world, rank, sig.root, &ext);
-        const uint64_t es = DataTypeSize(sig.dtype);
-        const uint64_t send_bytes = ext.send_elems * es;
-        const uint64_t recv_bytes = ext.recv_elems * es;
-        const uint64_t cap = std::max<uint64_t>({send_bytes, recv_bytes, 1});
+        const auto& [sends, want, send_bytes, recv_bytes, cap] = MakeRankCase(sig, world, rank);
         DeviceBuffer dsend, drecv;
         Bytes hsend(cap), hrecv(cap, 0xCD);
         const bool via_baton = i % 2 == 1;
