@@ -26,7 +26,7 @@
 
 namespace baton::ipc {
 
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr size_t kMaxMessage = 4096;
 
 enum class MsgType : uint32_t {
@@ -37,6 +37,7 @@ enum class MsgType : uint32_t {
   kCommSplit = 5,
   kCommDestroy = 6,
   kRegisterDevice = 7,
+  kCommFailed = 8,
   kReply = 100,
 };
 
@@ -88,6 +89,19 @@ struct CommDestroyRequest {
   uint32_t reserved;
 };
 
+// A rank found its communicator broken on the small-message fast path
+// (common/fast_path_layout.h: ranks on one node that called different
+// collectives, or a rank that never came): batond aborts the communicator
+// as it would for the same failure of its own, so that every rank, the
+// flight recorder and batonctl see it.
+struct CommFailedRequest {
+  MsgHeader h;
+  uint64_t comm;
+  int32_t code;        // baton::Code: kMismatch or kTimeout
+  uint32_t reserved;
+  char message[1024];  // the rank's error, NUL-terminated
+};
+
 // Registers a device allocation (opened once by batond with CUDA IPC); the
 // reply's value is its segment id, released with MemFree.
 struct RegisterDeviceRequest {
@@ -98,7 +112,8 @@ struct RegisterDeviceRequest {
 };
 
 // The one reply type. Fds (ring + doorbell for Hello, the segment for
-// MemAlloc) ride along with SCM_RIGHTS.
+// MemAlloc, the fast path region for CommInit/Split when all ranks are on
+// this node) ride along with SCM_RIGHTS.
 struct Reply {
   MsgHeader h;
   int32_t code;      // baton::Code

@@ -50,7 +50,14 @@ Communicator::Communicator(CommSpec spec, DaemonServices services)
       local_ranks_(spec_.layout.ranks_of_node[spec_.my_node]),
       detached_(local_ranks_.size(), false),
       next_seq_(local_ranks_.size(), 1),
-      recorder_(services.flight_records) {}
+      recorder_(services.flight_records) {
+  const int world = spec_.layout.world_size();
+  if (spec_.layout.num_nodes() == 1 && services_.fast_path_max_bytes > 0 && world <= ipc::kFastPathMaxRanks) {
+    Status st = FastPathRegion::Create(world, services_.fast_path_max_bytes, spec_.timeout, &fast_path_);
+    // Without it the ranks simply send every operation through batond.
+    if (!st.ok()) BATON_WARN("{}: no small-message fast path: {}", Describe(), st.ToString());
+  }
+}
 
 Communicator::~Communicator() = default;
 
@@ -197,6 +204,11 @@ void Communicator::Detach(int rank, const Status& reason) {
     if (idx < 0) return;
     detached_[idx] = true;
     NotifyLocked();
+    // A rank still waiting in the fast path for this one would wait forever.
+    if (fast_path_ && reason.ok()) {
+      fast_path_->Fail(Status::Aborted("rank " + std::to_string(rank) + " destroyed " + Describe() +
+                                       " without calling this collective"));
+    }
   }
   if (!reason.ok()) Abort(reason);
 }
@@ -225,6 +237,7 @@ bool Communicator::AbortLocked(const Status& reason) {
   if (!failed_.ok()) return false;
   failed_ = reason;
   BATON_WARN("{} aborted: {}", Describe(), reason.ToString());
+  if (fast_path_) fast_path_->Fail(reason);
   FailAllLocked(reason);
   if (p2p_) p2p_->Close(reason);
   if (mesh_) mesh_->Interrupt();

@@ -24,6 +24,7 @@
 #include "collectives/cost_model.h"
 #include "collectives/layout.h"
 #include "collectives/schedule.h"
+#include "daemon/fast_path_region.h"
 #include "daemon/flight_recorder.h"
 #include "daemon/local_op.h"
 #include "common/worker_pool.h"
@@ -69,6 +70,9 @@ struct DaemonServices {
   // How long the worker polls for the next submission before it sleeps on
   // its condition variable (see Communicator::SpinUntilChangedLocked).
   std::chrono::microseconds progress_spin{100};
+  // Blocking collectives whose input is at most this many bytes run among
+  // the ranks in shared memory when all of them are on this node (0: never).
+  uint64_t fast_path_max_bytes = 0;
   WorkerPool* pool = nullptr;  // shares large local copies and reductions (common/worker_pool.h)
   std::shared_ptr<gpu::PinnedPool> pinned;  // staging for GPU buffers (daemon/device_staging.h)
 };
@@ -125,6 +129,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::string Trace(bool chrome) const;
   // Operations waiting for local ranks or exchanging with other nodes.
   std::vector<InflightSnapshot> Inflight() const;
+
+  // The fd of the small-message fast path region to pass to a rank, or -1
+  // when this communicator has none (ranks on several nodes, or disabled).
+  int FastPathFd() const { return fast_path_ ? fast_path_->fd() : -1; }
 
   const CommSpec& spec() const { return spec_; }
   // "communicator 'world' of job 'j1'"
@@ -192,6 +200,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::map<std::pair<int, int>, std::deque<LocalOp>> p2p_sends_;
   std::map<std::pair<int, int>, std::deque<LocalOp>> p2p_recvs_;
   std::unique_ptr<P2pLink> p2p_;
+  std::unique_ptr<FastPathRegion> fast_path_;  // set in the constructor; Fail under mu_
 
   std::unique_ptr<Mesh> mesh_;  // set under mu_ once; then used by the worker thread (and Interrupt)
   LinkParams link_;             // worker thread only, like the cache below

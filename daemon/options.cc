@@ -59,6 +59,11 @@ options:
   --progress-spin-us N   a communicator's worker polls this long for the next
                          submission before it sleeps (default 100; 0: never spin).
                          Spinning only follows activity: an idle daemon sleeps
+  --fast-path-max-bytes N
+                         blocking collectives of at most N bytes per rank on a
+                         communicator whose ranks are all on this node run among
+                         the ranks in shared memory, without a hop through batond
+                         (default 16K, at most 1M; 0: never)
   --sockets-per-peer N   TCP connections to each peer node per communicator for
                          collective data, 1..16 (default 2; $BATON_NSOCKS); messages of
                          256 KiB and more are striped across them. Nodes agree on
@@ -131,7 +136,7 @@ const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "ren
                                    "max-client-memory", "max-user-memory", "max-client-comms", "max-user-comms", "max-user-clients", "max-p2p-buffer",
                                    "allow-users", "allow-groups", "tls-cert", "tls-key", "tls-ca", "admin-cns",
                                    "socket-mode", "timeout", "straggler-warning", "heartbeat",
-                                   "peer-timeout", "flight-records", "progress-spin-us", "sockets-per-peer", "reduce-threads", "trace-dir", "socket-ifname",
+                                   "peer-timeout", "flight-records", "progress-spin-us", "fast-path-max-bytes", "sockets-per-peer", "reduce-threads", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
                                    "ib-hca"};
 
@@ -293,6 +298,14 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       uint64_t n = 0;
       BATON_RETURN_IF_ERROR(next_count(1000000, " of microseconds", "", &n));
       o.progress_spin = std::chrono::microseconds(n);
+    } else if (arg == "--fast-path-max-bytes") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      uint64_t n = 0;
+      if (!ParseSize(v, &n) || n > (1u << 20)) {
+        return Status::InvalidArgument("--fast-path-max-bytes '" + v + "' is not a size from 0 to 1M");
+      }
+      o.fast_path_max_bytes = n;
     } else if (arg == "--ready-file") {
       BATON_RETURN_IF_ERROR(next(&o.ready_file));
     } else if (arg == "--node-name") {
@@ -395,6 +408,7 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"peer-timeout", secs(o.peer_timeout)},
       {"flight-records", std::to_string(o.flight_records)},
       {"progress-spin-us", std::to_string(o.progress_spin.count())},
+      {"fast-path-max-bytes", std::to_string(o.fast_path_max_bytes)},
       {"sockets-per-peer", std::to_string(o.sockets_per_peer)},
       {"reduce-threads", std::to_string(o.reduce_threads)},
       {"trace-dir", o.trace_dir},

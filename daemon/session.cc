@@ -128,6 +128,11 @@ void Session::Dispatch(size_t len) {
       if (!as(&req)) return Close("bad CommDestroy size");
       return OnCommDestroy(req);
     }
+    case ipc::MsgType::kCommFailed: {
+      auto req = std::make_unique<ipc::CommFailedRequest>();
+      if (!as(req.get())) return Close("bad CommFailed size");
+      return OnCommFailed(*req);
+    }
     default:
       return Reply(h.request_id, Status::InvalidArgument("unknown request type " + std::to_string(h.type)));
   }
@@ -393,6 +398,7 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
 void Session::FinishJoin(uint32_t request_id, const Status& st, std::shared_ptr<Communicator> comm, int rank,
                          int nranks) {
   uint64_t handle = 0;
+  std::vector<int> fds;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --pending_joins_;
@@ -407,8 +413,9 @@ void Session::FinishJoin(uint32_t request_id, const Status& st, std::shared_ptr<
     }
     handle = next_comm_++;
     comms_[handle] = {comm, rank};
+    if (comm->FastPathFd() >= 0) fds.push_back(comm->FastPathFd());
   }
-  Reply(request_id, st, handle, rank, st.ok() ? nranks : 0);
+  Reply(request_id, st, handle, rank, st.ok() ? nranks : 0, fds);
 }
 
 Status Session::ReserveJoin() {
@@ -478,6 +485,24 @@ void Session::OnCommDestroy(const ipc::CommDestroyRequest& req) {
   m.comm->Detach(m.rank, req.abort ? Status::Aborted("rank " + std::to_string(m.rank) + " of " + m.comm->Describe() +
                                                       " called baton_comm_abort")
                                     : Status::Ok());
+  Reply(req.h.request_id, Status::Ok());
+}
+
+void Session::OnCommFailed(const ipc::CommFailedRequest& req) {
+  Membership m;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = comms_.find(req.comm);
+    if (it != comms_.end()) m = it->second;
+  }
+  if (!m.comm) return Reply(req.h.request_id, Status::InvalidArgument("failure report for an unknown communicator handle"));
+  std::string message;
+  const auto code = static_cast<Code>(req.code);
+  if (!FixedString(req.message, sizeof req.message, &message) || (code != Code::kMismatch && code != Code::kTimeout)) {
+    return Reply(req.h.request_id, Status::InvalidArgument("malformed failure report"));
+  }
+  BATON_DEBUG(kColl, "client {}: rank {} reports {}", Who(), m.rank, message);
+  m.comm->Abort(Status(code, message));
   Reply(req.h.request_id, Status::Ok());
 }
 

@@ -69,6 +69,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnCommInit(const ipc::CommInitRequest& req);
   void OnCommSplit(const ipc::CommSplitRequest& req);
   void OnCommDestroy(const ipc::CommDestroyRequest& req);
+  void OnCommFailed(const ipc::CommFailedRequest& req);
 
   void WaitDoorbell();
   void DrainRing();

@@ -25,7 +25,11 @@ struct Layout {
 };
 
 const Layout kLayouts[] = {
-    {"1node_x4", 1, {0, 0, 0, 0}},
+    {"1node_x4", 1, {0, 0, 0, 0}},  // small blocking calls take the fast path (up to 16 KiB)
+    // The same small calls through batond, and more of them in shared memory
+    // among an odd number of ranks.
+    {"1node_x4_via_daemon", 1, {0, 0, 0, 0}, {"--fast-path-max-bytes", "0"}},
+    {"1node_x3_fast_path_64K", 1, {0, 0, 0}, {"--fast-path-max-bytes", "64K"}},
     {"2nodes_x2", 2, {0, 0, 1, 1}, {"--sockets-per-peer", "1"}},  // one lane; the others use the default (2)
     {"3nodes_uneven", 3, {0, 1, 1, 2, 2, 2}},
     // Large messages striped over 3 connections per peer (uneven stripes:

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -12,8 +13,10 @@
 
 #include "baton/baton.h"
 #include "client/src/daemon_connection.h"
+#include "client/src/fast_path.h"
 #include "common/futex.h"
 #include "common/types.h"
+#include "gpu/device_copy.h"
 #include "gpu/device_memory.h"
 #include "gpu/stream_flags.h"
 
@@ -41,6 +44,11 @@ struct baton_comm {
   // touch (oldest first), and the first error one of them reported (mu).
   std::deque<baton_request*> stream_ops;
   std::string async_message;
+  // Small blocking collectives when all ranks are on this node (null: none).
+  std::unique_ptr<baton::client::FastPath> fast;
+  std::mutex fast_mu;     // one fast-path operation at a time
+  std::chrono::steady_clock::time_point daemon_checked;  // last look at batond's liveness (fast_mu)
+  std::string describe;   // "communicator 'world' of job 'j1'", for errors
 };
 
 struct baton_request {
@@ -197,6 +205,81 @@ Status EnqueueStreamSide(DaemonConnection* conn, uint32_t slot, void* stream) {
   return baton::gpu::StreamWriteFlag(stream, &c.stream_released, 1);
 }
 
+// Maps the fast path region batond may have sent with a CommInit or split
+// reply. Without one (ranks on several nodes), every operation goes
+// through batond.
+Status AttachFastPath(baton_comm* comm, std::vector<baton::UniqueFd>& fds) {
+  if (fds.empty()) return Status::Ok();
+  return baton::client::FastPath::Map(std::move(fds[0]), comm->nranks, comm->rank, &comm->fast)
+      .WithContext("baton_comm_init: ");
+}
+
+// Runs a small blocking collective among the node's ranks (client/src/fast_path.h).
+// GPU buffers are copied through host memory, so that ranks can mix host
+// and device buffers here as they can through batond.
+baton_result_t RunOnFastPath(baton_comm* comm, const baton::OpSignature& sig, const void* send, void* recv,
+                             uint64_t send_bytes, uint64_t recv_bytes) {
+  const std::string name = baton::CollectiveName(sig.collective);
+  std::lock_guard<std::mutex> serial(comm->fast_mu);
+  uint64_t daemon_ops = 0;
+  {
+    std::lock_guard<std::mutex> lock(comm->mu);
+    daemon_ops = comm->next_seq - 1;
+  }
+  thread_local std::vector<uint8_t> device_in, device_out;
+  baton::gpu::DevicePointer in_dev, out_dev;
+  ipc::BufferRef ref;
+  Status st;
+  if (send_bytes > 0 && !comm->conn->Lookup(send, send_bytes, &ref)) st = baton::gpu::QueryPointer(send, &in_dev);
+  if (st.ok() && recv_bytes > 0 && !comm->conn->Lookup(recv, recv_bytes, &ref)) {
+    st = baton::gpu::QueryPointer(recv, &out_dev);
+  }
+  const void* in = send;
+  void* out = recv;
+  if (st.ok() && in_dev.on_device) {
+    device_in.resize(send_bytes);
+    st = baton::gpu::CopyToHost(device_in.data(), send, send_bytes, in_dev.device);
+    in = device_in.data();
+  }
+  if (out_dev.on_device) {
+    device_out.resize(recv_bytes);
+    out = device_out.data();
+  }
+  // The fast path does not need batond, but a communicator whose daemon
+  // died is dead (its large operations could not run): look at most once a
+  // millisecond, and on every slice of a long wait.
+  auto daemon_gone = [&] {
+    return Status::Unavailable("batond at " + comm->conn->socket_path() +
+                               " closed the connection while this operation was in flight (the daemon exited or "
+                               "crashed); restart it and recreate the communicator");
+  };
+  const auto now = std::chrono::steady_clock::now();
+  if (st.ok() && now - comm->daemon_checked > std::chrono::milliseconds(1)) {
+    if (!comm->conn->DaemonAlive()) st = daemon_gone();
+    comm->daemon_checked = now;
+  }
+  auto check = [&] { return comm->conn->DaemonAlive() ? Status::Ok() : daemon_gone(); };
+  if (st.ok()) st = comm->fast->Run(sig, in, out, daemon_ops, comm->describe, check);
+  if (st.ok() && out_dev.on_device) st = baton::gpu::CopyToDevice(recv, out, recv_bytes, out_dev.device);
+  if (st.ok()) return baton_success;
+  if (st.code() == Code::kMismatch || st.code() == Code::kTimeout) {
+    // Found here, not by batond: have it fail the communicator for every
+    // rank (and record it), as it does for its own mismatches and timeouts.
+    auto report = std::make_unique<ipc::CommFailedRequest>();
+    report->h.type = static_cast<uint32_t>(ipc::MsgType::kCommFailed);
+    report->comm = comm->handle;
+    report->code = static_cast<int32_t>(st.code());
+    std::strncpy(report->message, st.message().c_str(), sizeof report->message - 1);
+    ipc::Reply reply;
+    (void)comm->conn->Call(report.get(), sizeof *report, &reply);  // the error below says it all either way
+  }
+  if (st.code() != Code::kInvalidArgument && st.code() != Code::kResourceExhausted) {
+    int expected = baton_success;
+    comm->async_error.compare_exchange_strong(expected, static_cast<int>(st.code()));
+  }
+  return Fail(st.WithContext(name + ": "));
+}
+
 // Resolves a user buffer to a segment reference: shared memory, a GPU
 // allocation (registered with the daemon on first use), or else a staging
 // copy (not for stream-ordered calls: the copy would happen now, before the
@@ -277,6 +360,14 @@ baton_result_t Submit(Collective coll, const void* send, void* recv, size_t coun
   if (recv_bytes > 0 && recv == nullptr) {
     return Fail(Code::kInvalidArgument, std::string(name) + ": receive buffer is NULL");
   }
+  const baton::OpSignature sig{coll, static_cast<baton::DataType>(dtype),
+                               baton::IsReduction(coll) ? static_cast<baton::RedOp>(op) : baton::RedOp::kSum,
+                               baton::HasRoot(coll) ? root : -1, count};
+  // Every rank must choose the same path: the kind of call (blocking, not
+  // grouped, not on a stream) and the signature decide it.
+  if (comm->fast && out == nullptr && t_group_depth == 0 && !stream.on_stream && comm->fast->Accepts(sig)) {
+    return RunOnFastPath(comm, sig, send, recv, send_bytes, recv_bytes);
+  }
   auto* req = new baton_request;
   req->comm = comm;
   Status st = comm->conn->AcquireCompletion(&req->slot);
@@ -321,7 +412,10 @@ baton_result_t Submit(Collective coll, const void* send, void* recv, size_t coun
   }
   {
     std::lock_guard<std::mutex> lock(comm->mu);
-    if (!p2p) d.seq = comm->next_seq++;
+    if (!p2p) {
+      d.seq = comm->next_seq++;
+      if (comm->fast) comm->fast->NoteDaemonOps(d.seq);
+    }
     comm->conn->Enqueue(d);
     if (stream.on_stream) comm->stream_ops.push_back(req);  // reaped once the stream went past it
   }
@@ -422,14 +516,20 @@ baton_result_t baton_comm_init_config(baton_comm_t* comm, int nranks, int rank, 
   Status st = DaemonConnection::Get(socket, &conn);
   if (!st.ok()) return Fail(st);
   ipc::Reply reply;
-  st = conn->Call(&req, sizeof req, &reply);
+  std::vector<baton::UniqueFd> fds;
+  st = conn->Call(&req, sizeof req, &reply, &fds);
   if (!st.ok()) return Fail(st.WithContext("baton_comm_init (rank " + std::to_string(rank) + "): "));
-  auto* out = new baton_comm;
+  auto out = std::make_unique<baton_comm>();
   out->conn = conn;
   out->handle = reply.value;
   out->rank = reply.rank;
   out->nranks = reply.nranks;
-  *comm = out;
+  out->describe = "communicator '" + std::string(req.comm_name) + "' of job '" + job + "'";
+  if (st = AttachFastPath(out.get(), fds); !st.ok()) {
+    (void)Destroy(out.release(), /*abort=*/true);
+    return Fail(st);
+  }
+  *comm = out.release();
   return baton_success;
 }
 
@@ -459,9 +559,11 @@ baton_result_t baton_comm_split(baton_comm_t comm, int color, int key, baton_com
   {
     std::lock_guard<std::mutex> lock(comm->mu);
     req.seq = comm->next_seq++;
+    if (comm->fast) comm->fast->NoteDaemonOps(req.seq);
   }
   ipc::Reply reply;
-  Status st = comm->conn->Call(&req, sizeof req, &reply);
+  std::vector<baton::UniqueFd> fds;
+  Status st = comm->conn->Call(&req, sizeof req, &reply, &fds);
   if (!st.ok()) {
     int expected = baton_success;
     comm->async_error.compare_exchange_strong(expected, static_cast<int>(st.code()));
@@ -471,12 +573,17 @@ baton_result_t baton_comm_split(baton_comm_t comm, int color, int key, baton_com
     *newcomm = nullptr;
     return baton_success;
   }
-  auto* out = new baton_comm;
+  auto out = std::make_unique<baton_comm>();
   out->conn = comm->conn;
   out->handle = reply.value;
   out->rank = reply.rank;
   out->nranks = reply.nranks;
-  *newcomm = out;
+  out->describe = "a communicator split (color " + std::to_string(color) + ") from " + comm->describe;
+  if (st = AttachFastPath(out.get(), fds); !st.ok()) {
+    (void)Destroy(out.release(), /*abort=*/true);
+    return Fail(st);
+  }
+  *newcomm = out.release();
   return baton_success;
 }
 
