@@ -6,6 +6,7 @@
 #include <sys/un.h>
 
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "client/src/daemon_connection.h"
@@ -257,6 +258,39 @@ TEST_F(StreamOrderedProtocol, AStreamThatNeverArrivesTimesOutAndIsStillReleased)
   next.seq = 2;
   Status st = Submit(next);
   EXPECT_NE(st.code(), Code::kOk);
+  ExpectDaemonServes();
+}
+
+// The fast path's failure report (CommFailed) is client input like any other.
+TEST_F(HostileClient, MalformedFailureReportsAreRejected) {
+  auto report = std::make_unique<ipc::CommFailedRequest>();
+  report->h.type = static_cast<uint32_t>(ipc::MsgType::kCommFailed);
+  report->comm = 987654;
+  report->code = static_cast<int32_t>(Code::kMismatch);
+  std::strcpy(report->message, "made up");
+  ipc::Reply reply;
+  Status st = conn_->Call(report.get(), sizeof *report, &reply);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("failure report for an unknown communicator handle"), std::string::npos)
+      << st.message();
+  report->comm = NewComm();
+  for (int32_t code : {0, static_cast<int32_t>(Code::kInternalError), -1, 1000}) {
+    report->code = code;
+    st = conn_->Call(report.get(), sizeof *report, &reply);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << code;
+    EXPECT_NE(st.message().find("malformed failure report"), std::string::npos) << st.message();
+  }
+  report->code = static_cast<int32_t>(Code::kTimeout);
+  std::memset(report->message, 'x', sizeof report->message);  // not terminated
+  st = conn_->Call(report.get(), sizeof *report, &reply);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  // A well-formed report fails that communicator, with the reported reason.
+  std::strcpy(report->message, "rank 0 says so");
+  ASSERT_TRUE(conn_->Call(report.get(), sizeof *report, &reply).ok());
+  const uint64_t seg = Segment(4096);
+  st = Submit(AllReduce(report->comm, seg, 4));
+  EXPECT_EQ(st.code(), Code::kTimeout) << st.ToString();
+  EXPECT_NE(st.message().find("rank 0 says so"), std::string::npos) << st.message();
   ExpectDaemonServes();
 }
 

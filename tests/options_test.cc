@@ -149,6 +149,25 @@ TEST(Options, SocketsPerPeerFromFlagConfigAndBatonNsocks) {
       << st.message();
 }
 
+TEST(Options, FastPathLimitFromFlagAndConfig) {
+  DaemonOptions o;
+  ASSERT_TRUE(Parse({}, &o).ok());
+  EXPECT_EQ(o.fast_path_max_bytes, 16384u);
+  ASSERT_TRUE(Parse({"--fast-path-max-bytes", "64K"}, &o).ok());
+  EXPECT_EQ(o.fast_path_max_bytes, 65536u);
+  ASSERT_TRUE(Parse({"--fast-path-max-bytes", "0"}, &o).ok());
+  EXPECT_EQ(o.fast_path_max_bytes, 0u);
+  const std::string path = WriteConfig("fast-path-max-bytes = 1M\n");
+  o = DaemonOptions{};
+  ASSERT_TRUE(Parse({"--config", path}, &o).ok());
+  EXPECT_EQ(o.fast_path_max_bytes, 1u << 20);
+  std::remove(path.c_str());
+  Status st = Parse({"--fast-path-max-bytes", "2M"}, &o);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("--fast-path-max-bytes '2M' is not a size from 0 to 1M"), std::string::npos)
+      << st.message();
+}
+
 TEST(Options, InvalidValueFromTheEnvironmentSaysWhere) {
   ::setenv("BATON_DEBUG", "LOUD", 1);
   DaemonOptions o;
