@@ -14,7 +14,8 @@
 // rank may still be reading, and no "done reading" handshake is needed.
 //
 // batond writes only the header (at creation, and `failed` when the
-// communicator fails); it never reads what the ranks write.
+// communicator fails); what the ranks write it reads only to show an
+// operation that waits for a rank (batonctl inflight), as untrusted data.
 #pragma once
 
 #include <atomic>
@@ -53,6 +54,7 @@ struct alignas(64) FastPathRankSlot {
   std::atomic<uint32_t> arrived;    // futex word: the last fast-path op whose input this rank published
   uint32_t reserved;
   std::atomic<uint64_t> daemon_ops;  // collectives this rank has submitted to batond so far (see fast_path.cc)
+  int64_t arrived_unix_us;           // when it published `arrived` (for batonctl inflight)
   FastPathSignature sig[2];          // per buffer
   // Followed by the two buffers of FastPathHeader::slot_bytes each.
 };

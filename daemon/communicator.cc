@@ -352,6 +352,18 @@ std::vector<InflightSnapshot> Communicator::Inflight() const {
     }
     out.push_back(std::move(r));
   }
+  if (fast_path_) {
+    if (auto w = fast_path_->Waiting()) {
+      InflightSnapshot r;
+      r.seq = w->seq;
+      r.op = std::move(w->op);
+      r.waiting_seconds = w->waiting_seconds;
+      r.arrival_us = std::move(w->arrival_unix_us);
+      for (int i : w->arrived) r.arrived.push_back(local_ranks_[i]);
+      for (int i : w->missing) r.missing.push_back(local_ranks_[i]);
+      out.push_back(std::move(r));
+    }
+  }
   return out;
 }
 

@@ -8,6 +8,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "common/fast_path_layout.h"
 #include "common/mapping.h"
@@ -26,6 +29,17 @@ class FastPathRegion {
   // The memfd to pass to a rank (the region keeps its own).
   int fd() const { return fd_.get(); }
 
+  // An operation some ranks have reached and others not (what `batonctl
+  // inflight` shows for the fast path), if any.
+  struct Pending {
+    uint32_t seq = 0;
+    std::string op;
+    std::vector<int> arrived, missing;
+    std::vector<int64_t> arrival_unix_us;  // per entry of `arrived`
+    double waiting_seconds = 0;
+  };
+  std::optional<Pending> Waiting() const;
+
   // Records the first failure and wakes every rank waiting in the region.
   // Not thread-safe: the communicator calls it under its lock.
   void Fail(const Status& reason);
@@ -34,6 +48,7 @@ class FastPathRegion {
   FastPathRegion() = default;
 
   UniqueFd fd_;
+  int nranks_ = 0;  // ours: the header's copy is writable by the ranks
   Mapping mapping_;
   ipc::FastPathView view_;
 };

@@ -124,6 +124,40 @@ TEST(ControlPlane, StragglerIsReportedWhileLateAndTheOperationThenCompletes) {
   EXPECT_NE(log.find("for rank 3 (node n1, last completed seq 0)"), std::string::npos) << log;
 }
 
+// Small collectives of ranks on one node run without batond (the fast
+// path), yet batonctl still shows which rank keeps one waiting.
+TEST(ControlPlane, StragglerOnTheFastPathIsReported) {
+  auto cluster = StartCluster(1, {"--straggler-warning", "0.3"});
+  ASSERT_TRUE(cluster->status().ok());
+  std::atomic<bool> seen{false};
+  std::string report;
+  std::vector<int32_t> sums(3, -1);
+  std::thread observer([&] {
+    for (int i = 0; i < 300 && !seen; ++i) {
+      std::string out = Batonctl("--address " + cluster->rendezvous() + " stragglers");
+      if (out.find("for rank 2 (node n0") != std::string::npos) {
+        report = out + Batonctl("--address " + cluster->rendezvous() + " inflight");
+        seen = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    seen = true;  // give up; the assertions below will say so
+  });
+  std::string err = RunRanks(*cluster, {0, 0, 0}, UniqueJob("fp-straggler"), [&](int rank, baton_comm_t comm) {
+    if (rank == 2) {
+      while (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    int32_t v = rank;
+    baton_allreduce(&v, &sums[rank], 1, baton_int32, baton_sum, comm, nullptr);
+  });
+  observer.join();
+  ASSERT_EQ(err, "");
+  EXPECT_NE(report.find("allreduce seq 1 on comm \"world\""), std::string::npos) << report;
+  EXPECT_NE(report.find("for rank 2 (node n0"), std::string::npos) << report;
+  EXPECT_NE(report.find("allreduce(count=1, dtype=int32, op=sum) (fast path op #1"), std::string::npos) << report;
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(sums[r], 3) << "rank " << r;
+}
+
 TEST(ControlPlane, TimeoutDiagnosisReachesRanksOnEveryNode) {
   auto cluster = StartCluster(2);
   ASSERT_TRUE(cluster->status().ok());

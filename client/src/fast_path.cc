@@ -107,6 +107,9 @@ Status FastPath::Run(const OpSignature& sig, const void* send, void* recv, uint6
   ipc::FastPathRankSlot& mine = view_.slot(rank_);
   if (send_bytes > 0) std::memcpy(view_.buffer(rank_, seq), send, send_bytes);
   mine.sig[seq & 1] = Flatten(sig);
+  mine.arrived_unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   // seq_cst with the load of `sleepers`: either a sleeping rank sees this
   // store before it sleeps, or we see it asleep and wake it.
   mine.arrived.store(seq, std::memory_order_seq_cst);
