@@ -77,7 +77,8 @@ std::optional<FastPathRegion::Pending> FastPathRegion::Waiting() const {
 
 void FastPathRegion::Fail(const Status& reason) {
   ipc::FastPathHeader* h = view_.header;
-  if (h->failed.load(std::memory_order_acquire) != 0) return;
+  if (failed_) return;  // our own flag: the header's is writable by the ranks
+  failed_ = true;
   h->code = static_cast<int32_t>(reason.code());
   std::strncpy(h->message, reason.message().c_str(), sizeof h->message - 1);
   h->failed.store(1, std::memory_order_seq_cst);

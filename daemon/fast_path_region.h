@@ -49,6 +49,7 @@ class FastPathRegion {
 
   UniqueFd fd_;
   int nranks_ = 0;  // ours: the header's copy is writable by the ranks
+  bool failed_ = false;
   Mapping mapping_;
   ipc::FastPathView view_;
 };

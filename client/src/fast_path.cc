@@ -46,6 +46,14 @@ std::string Describe(const ipc::FastPathSignature& f) {
       .ToString();
 }
 
+// The failure batond recorded in the header (which the ranks could also
+// have written: keep the code a valid one).
+Status HeaderFailure(const ipc::FastPathHeader& h) {
+  const Code code = h.code > 0 && h.code <= static_cast<int32_t>(Code::kPermissionDenied) ? static_cast<Code>(h.code)
+                                                                                        : Code::kAborted;
+  return Status(code, std::string(h.message, strnlen(h.message, sizeof h.message)));
+}
+
 std::string RankList(const std::vector<int>& ranks) {
   std::string s = ranks.size() > 1 ? "ranks " : "rank ";
   for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
@@ -97,7 +105,7 @@ Status FastPath::Run(const OpSignature& sig, const void* send, void* recv, uint6
                      const std::string& where, const Check& check) {
   const ipc::FastPathHeader& h = *view_.header;
   if (h.failed.load(std::memory_order_acquire) != 0) {
-    return Status(static_cast<Code>(h.code), std::string(h.message, strnlen(h.message, sizeof h.message)));
+    return HeaderFailure(h);
   }
   BufferExtents ext;
   ComputeExtents(sig.collective, sig.count, nranks_, rank_, sig.root, &ext);  // Accepts checked the sizes
@@ -134,7 +142,7 @@ Status FastPath::WaitForAll(uint32_t seq, const OpSignature& sig, uint64_t daemo
     if (waiting_for == nranks_) return Status::Ok();
     ipc::FastPathRankSlot& peer = view_.slot(waiting_for);
     if (h.failed.load(std::memory_order_acquire) != 0) {
-      return Status(static_cast<Code>(h.code), std::string(h.message, strnlen(h.message, sizeof h.message)));
+      return HeaderFailure(h);
     }
     // Every rank runs the same operations in the same order. A peer that
     // has already given batond more collectives than we had when we got
