@@ -186,6 +186,9 @@ Status Daemon::Start() {
   } else {
     BATON_INFO(kInit, "GPU support unavailable: {}; serving host buffers only", cuda.reason);
   }
+  BATON_RETURN_IF_ERROR(tcp::SetDataCongestionControl(options_.tcp_congestion).WithContext("--tcp-congestion: "));
+  BATON_INFO(kInit, "data connections use TCP congestion control {}{}", tcp::DataCongestionControl(),
+             options_.tcp_congestion.empty() ? " (the system's default)" : "");
   PlaceOnDataNic();
   env_.node_id = options_.node_name + "/" + RandomHex();
   env_.rendezvous = options_.rendezvous;

@@ -68,6 +68,11 @@ options:
                          collective data, 1..16 (default 2; $BATON_NSOCKS); messages of
                          256 KiB and more are striped across them. Nodes agree on
                          the smallest value any of them asks for
+  --tcp-congestion NAME  TCP congestion control of data connections, e.g. cubic
+                         ($BATON_TCP_CONGESTION; default: the system's,
+                         net.ipv4.tcp_congestion_control;
+                         BBR paces loopback and low-latency links below what
+                         they carry: see docs/benchmarks.md)
   --reduce-threads N     threads that share the copies and reductions of large
                          collectives inside this node (default 0: the CPUs this
                          daemon may run on, at most 8)
@@ -136,7 +141,7 @@ const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "ren
                                    "max-client-memory", "max-user-memory", "max-client-comms", "max-user-comms", "max-user-clients", "max-p2p-buffer",
                                    "allow-users", "allow-groups", "tls-cert", "tls-key", "tls-ca", "admin-cns",
                                    "socket-mode", "timeout", "straggler-warning", "heartbeat",
-                                   "peer-timeout", "flight-records", "progress-spin-us", "fast-path-max-bytes", "sockets-per-peer", "reduce-threads", "trace-dir", "socket-ifname",
+                                   "peer-timeout", "flight-records", "progress-spin-us", "fast-path-max-bytes", "sockets-per-peer", "tcp-congestion", "reduce-threads", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
                                    "ib-hca"};
 
@@ -144,6 +149,7 @@ const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "ren
 const std::pair<const char*, const char*> kEnvSettings[] = {
     {"BATON_SOCKET_IFNAME", "--socket-ifname"}, {"BATON_TOPO_DUMP_FILE", "--topo-dump-file"},
     {"BATON_IB_HCA", "--ib-hca"},               {"BATON_NSOCKS", "--sockets-per-peer"},
+    {"BATON_TCP_CONGESTION", "--tcp-congestion"},
     {"BATON_TIMEOUT", "--timeout"},             {"BATON_DEBUG", "--debug"},
     {"BATON_DEBUG_SUBSYS", "--debug-subsys"},   {"BATON_DEBUG_FILE", "--debug-file"}};
 
@@ -273,6 +279,11 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next(&o.debug_file));
     } else if (arg == "--ib-hca") {
       BATON_RETURN_IF_ERROR(next(&o.ib_hca));
+    } else if (arg == "--tcp-congestion") {
+      BATON_RETURN_IF_ERROR(next(&o.tcp_congestion));
+      const bool ok = !o.tcp_congestion.empty() && o.tcp_congestion.size() < 16 &&
+                      o.tcp_congestion.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
+      if (!ok) return Status::InvalidArgument("--tcp-congestion '" + o.tcp_congestion + "' is not an algorithm name");
     } else if (arg == "--socket-ifname") {
       BATON_RETURN_IF_ERROR(next(&o.socket_ifname));
     } else if (arg == "--topo-dump-file") {
@@ -412,6 +423,7 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"sockets-per-peer", std::to_string(o.sockets_per_peer)},
       {"reduce-threads", std::to_string(o.reduce_threads)},
       {"trace-dir", o.trace_dir},
+      {"tcp-congestion", o.tcp_congestion},
       {"socket-ifname", o.socket_ifname},
       {"ib-hca", o.ib_hca},
       {"topo-dump-file", o.topo_dump_file},

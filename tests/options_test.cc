@@ -168,6 +168,18 @@ TEST(Options, FastPathLimitFromFlagAndConfig) {
       << st.message();
 }
 
+TEST(Options, TcpCongestionIsANameOrTheSystemDefault) {
+  DaemonOptions o;
+  ASSERT_TRUE(Parse({}, &o).ok());
+  EXPECT_EQ(o.tcp_congestion, "");
+  ASSERT_TRUE(Parse({"--tcp-congestion", "cubic"}, &o).ok());
+  EXPECT_EQ(o.tcp_congestion, "cubic");
+  Status st = Parse({"--tcp-congestion", "cu bic;"}, &o);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("--tcp-congestion 'cu bic;' is not an algorithm name"), std::string::npos)
+      << st.message();
+}
+
 TEST(Options, InvalidValueFromTheEnvironmentSaysWhere) {
   ::setenv("BATON_DEBUG", "LOUD", 1);
   DaemonOptions o;

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "common/address.h"
@@ -17,6 +19,46 @@ namespace baton::tcp {
 namespace {
 // Parked connections nobody claims (a communicator that failed elsewhere) are dropped after this.
 constexpr auto kParkLimit = std::chrono::minutes(10);
+
+// Set once at daemon start, before any data connection exists.
+std::mutex g_congestion_mu;
+std::string g_congestion;  // "" = the system's default
+
+std::string SocketCongestion(int fd) {
+  char name[32] = {};
+  socklen_t len = sizeof name - 1;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "";
+  return std::string(name, strnlen(name, len));
+}
+}  // namespace
+
+Status SetDataCongestionControl(const std::string& name) {
+  if (!name.empty()) {
+    // Try it on a socket of our own first, so that a bad name fails at
+    // start-up with the kernel's reason rather than on every connection.
+    UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!probe.valid()) return Status::Errno("socket", errno);
+    if (::setsockopt(probe.get(), IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size())) !=
+        0) {
+      const int err = errno;
+      return Status::InvalidArgument(
+          "TCP congestion control '" + name + "' is not usable here (" + std::strerror(err) +
+          "): see /proc/sys/net/ipv4/tcp_available_congestion_control, and tcp_allowed_congestion_control for a "
+          "daemon that is not root");
+    }
+  }
+  std::lock_guard<std::mutex> lock(g_congestion_mu);
+  g_congestion = name;
+  return Status::Ok();
+}
+
+std::string DataCongestionControl() {
+  {
+    std::lock_guard<std::mutex> lock(g_congestion_mu);
+    if (!g_congestion.empty()) return g_congestion;
+  }
+  UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  return probe.valid() ? SocketCongestion(probe.get()) : "";
 }
 
 void ConnectionBroker::Deliver(uint64_t comm_uid, Channel channel, uint32_t from_node, UniqueFd fd) {
@@ -59,6 +101,16 @@ void TuneDataSocket(int fd) {
   int buf = 4 << 20;
   ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+  std::string congestion;
+  {
+    std::lock_guard<std::mutex> lock(g_congestion_mu);
+    congestion = g_congestion;
+  }
+  // Checked at start-up (SetDataCongestionControl): a failure here leaves
+  // the system's default, which still works.
+  if (!congestion.empty()) {
+    ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion.data(), static_cast<socklen_t>(congestion.size()));
+  }
 }
 
 boost::asio::ip::tcp ProtocolOf(int fd) {

@@ -43,8 +43,17 @@ class ConnectionBroker {
 Status ConnectAndHello(const std::string& address, const Hello& hello, ConnectionBroker::Clock::time_point deadline,
                        UniqueFd* out);
 
-// Socket options for data connections: no Nagle delay, large buffers.
+// Socket options for data connections: no Nagle delay, large buffers, and
+// the TCP congestion control set with SetDataCongestionControl (if any).
 void TuneDataSocket(int fd);
+
+// The congestion control algorithm for data connections made from now on
+// ("" = the system's default, net.ipv4.tcp_congestion_control). Fails,
+// changing nothing, if the kernel refuses it (not loaded, or not in
+// net.ipv4.tcp_allowed_congestion_control for an unprivileged daemon).
+Status SetDataCongestionControl(const std::string& name);
+// The algorithm a new data connection gets: the one set, or the system's.
+std::string DataCongestionControl();
 
 // The Asio protocol (v4 or v6) of a connected socket.
 boost::asio::ip::tcp ProtocolOf(int fd);
