@@ -32,6 +32,7 @@ busbw() {  # nodes ranks-per-node -> busbw (GB/s) of the 64 MiB row, from rank 0
     awk '/^\[rank 0\] +67108864 / {print $9; exit}'
 }
 echo "# limits: memcpy ${membw} GB/s, TCP loopback (iperf3, 1 stream) ${tcp} GB/s"
+echo "# TCP congestion control: $(cat /proc/sys/net/ipv4/tcp_congestion_control) (BBR paces loopback: docs/benchmarks.md)"
 printf '# %-28s %12s %16s %10s\n' "AllReduce 64 MiB float32" "busbw GB/s" "limit GB/s" "fraction"
 for cfg in "1 4 memcpy" "2 1 tcp" "2 2 tcp"; do
   read -r nodes per limit_name <<<"$cfg"

@@ -290,6 +290,12 @@ def main():
           f"{limits['tcp_loopback_gbps'] or float('nan'):.2f} GB/s one way, "
           f"{limits['tcp_loopback_bidir_total_gbps'] or float('nan'):.2f} GB/s both ways at once (total)",
           flush=True)
+    # BBR paces loopback well below what it carries (docs/benchmarks.md): say which one ran.
+    with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+        congestion = f.read().strip()
+    baton_cc = os.environ.get("BATON_TCP_CONGESTION") or congestion
+    print(f"# TCP congestion control: {congestion} (system default); Baton's data connections: {baton_cc}",
+          flush=True)
     idle = idle_daemon_cpu(bin_dir) if "baton" in wanted else None
     if idle is not None:
         print(f"# idle daemon with 4 connected clients: {idle:.2f}% of one core", flush=True)
