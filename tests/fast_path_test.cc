@@ -5,7 +5,9 @@
 // ever.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -135,6 +137,65 @@ TEST(FastPath, APeerThatDestroysTheCommunicatorEndsTheWait) {
   EXPECT_EQ(waiting.code, baton_aborted) << waiting.message;
   EXPECT_TRUE(Contains(waiting.message, "rank 1 destroyed communicator 'world' of job")) << waiting.message;
   EXPECT_TRUE(Contains(waiting.message, "without calling this collective")) << waiting.message;
+}
+
+TEST(FastPath, BarrierWaitsForTheLastRank) {
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok());
+  std::atomic<bool> late_rank_was_here{false};
+  std::vector<bool> saw_it(3, false);
+  ASSERT_EQ(RunRanks(*cluster, {0, 0, 0}, UniqueJob("fp-barrier"), [&](int rank, baton_comm_t comm) {
+              if (rank == 2) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                late_rank_was_here = true;
+              }
+              ASSERT_EQ(baton_barrier(comm, nullptr), baton_success) << baton_get_last_error(comm);
+              saw_it[rank] = late_rank_was_here.load();
+            }),
+            "");
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(saw_it[r]) << "rank " << r << " left the barrier early";
+}
+
+// Every rank alternates blocking small calls (fast path), requests and
+// large calls (through batond) and barriers: the two paths interleave
+// without false mismatches, and every result is right.
+TEST(FastPath, InterleavesWithOperationsThroughBatond) {
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok());
+  constexpr int kRanks = 3;
+  constexpr size_t kLarge = 16384;  // 64 KiB of int32: above the 16 KiB limit
+  std::vector<std::string> errors(kRanks);
+  ASSERT_EQ(RunRanks(*cluster, {0, 0, 0}, UniqueJob("fp-mixed"), [&](int rank, baton_comm_t comm) {
+              std::vector<int32_t> large(kLarge), large_sum(kLarge);
+              for (int it = 0; it < 50 && errors[rank].empty(); ++it) {
+                int32_t small[4], sum[4] = {};
+                for (int i = 0; i < 4; ++i) small[i] = rank * 100 + it + i;
+                const int32_t want0 = (0 + 100 + 200) + 3 * it;  // element 0 over the ranks
+                auto fail = [&](const std::string& what) {
+                  errors[rank] = "iteration " + std::to_string(it) + ": " + what + ": " + baton_get_last_error(comm);
+                };
+                if (baton_allreduce(small, sum, 4, baton_int32, baton_sum, comm, nullptr) != baton_success) {
+                  return fail("blocking allreduce");
+                }
+                if (sum[0] != want0 || sum[3] != want0 + 9) return fail("blocking allreduce result");
+                baton_request_t req = nullptr;
+                std::fill(sum, sum + 4, 0);
+                if (baton_allreduce(small, sum, 4, baton_int32, baton_sum, comm, &req) != baton_success ||
+                    baton_wait(req, -1) != baton_success) {
+                  return fail("allreduce request");
+                }
+                if (sum[0] != want0) return fail("allreduce request result");
+                std::fill(large.begin(), large.end(), rank + it);
+                if (baton_allreduce(large.data(), large_sum.data(), kLarge, baton_int32, baton_sum, comm, nullptr) !=
+                    baton_success) {
+                  return fail("large allreduce");
+                }
+                if (large_sum.front() != 3 + 3 * it || large_sum.back() != 3 + 3 * it) return fail("large result");
+                if (baton_barrier(comm, nullptr) != baton_success) return fail("barrier");
+              }
+            }),
+            "");
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
 // A split communicator whose ranks are on one node gets a region of its
