@@ -4,9 +4,8 @@
 #include <climits>
 #include <cstring>
 
-#include "common/types.h"
-
 #include "common/futex.h"
+#include "common/types.h"
 
 namespace baton {
 
@@ -71,7 +70,8 @@ std::optional<FastPathRegion::Pending> FastPathRegion::Waiting() const {
   const int64_t now_us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  if (first_us != INT64_MAX && now_us > first_us) p.waiting_seconds = (now_us - first_us) / 1e6;
+  // (A rank could have written any time there: only a plausible one counts.)
+  if (first_us > 0 && first_us < now_us) p.waiting_seconds = static_cast<double>(now_us - first_us) / 1e6;
   return p;
 }
 
@@ -83,7 +83,7 @@ void FastPathRegion::Fail(const Status& reason) {
   std::strncpy(h->message, reason.message().c_str(), sizeof h->message - 1);
   h->failed.store(1, std::memory_order_seq_cst);
   // Waiters sleep on the arrival word of a rank they wait for.
-  for (uint32_t r = 0; r < h->nranks; ++r) FutexWakeAll(&view_.slot(static_cast<int>(r)).arrived);
+  for (int r = 0; r < nranks_; ++r) FutexWakeAll(&view_.slot(r).arrived);
 }
 
 }  // namespace baton

@@ -3,6 +3,7 @@
 // client's session, and the daemon keeps serving everyone else.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <cstring>
@@ -10,7 +11,9 @@
 #include <thread>
 
 #include "client/src/daemon_connection.h"
+#include "common/fast_path_layout.h"
 #include "common/ipc_protocol.h"
+#include "common/mapping.h"
 #include "common/types.h"
 #include "gpu/cuda_support.h"
 #include "tests/rank_threads.h"
@@ -19,6 +22,16 @@ namespace baton::test {
 namespace {
 
 using client::DaemonConnection;
+
+std::string Batonctl(const std::string& args) {
+  FILE* p = ::popen((std::string(BATONCTL_PATH) + " " + args + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
 
 class HostileClient : public ::testing::Test {
  protected:
@@ -338,6 +351,56 @@ TEST_F(HostileClient, InvalidDescriptorFailsTheWholeCommunicatorInsteadOfHanging
   EXPECT_NE(msg.find("rank 1"), std::string::npos) << msg;
   EXPECT_NE(msg.find("unknown data type 77"), std::string::npos) << msg;
   baton_comm_destroy(comm);
+  ExpectDaemonServes();
+}
+
+// The fast path region is writable by the ranks; batond reads it only to
+// report (batonctl inflight) and writes only its header. Garbage there
+// (a huge rank count, nonsense arrival words, times and signatures) is
+// shown as such, and failing the communicator still wakes only real slots.
+TEST_F(HostileClient, ScribblingOnTheFastPathRegionCannotHurtBatond) {
+  const std::string job = UniqueJob("scribble");
+  std::vector<UniqueFd> region(2);
+  std::vector<uint64_t> handle(2);
+  std::vector<std::thread> joins;
+  for (int rank = 0; rank < 2; ++rank) {
+    joins.emplace_back([&, rank] {
+      ipc::CommInitRequest req{};
+      req.h.type = static_cast<uint32_t>(ipc::MsgType::kCommInit);
+      std::strcpy(req.job_id, job.c_str());
+      std::strcpy(req.comm_name, "world");
+      std::strcpy(req.rendezvous, cluster_->rendezvous().c_str());
+      req.nranks = 2;
+      req.rank = rank;
+      ipc::Reply reply;
+      std::vector<UniqueFd> fds;
+      Status st = conn_->Call(&req, sizeof req, &reply, &fds);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      ASSERT_EQ(fds.size(), 1u) << "a communicator on one node comes with a fast path region";
+      region[rank] = std::move(fds[0]);
+      handle[rank] = reply.value;
+    });
+  }
+  for (auto& t : joins) t.join();
+  ASSERT_TRUE(region[0].valid());
+  struct stat st {};
+  ASSERT_EQ(::fstat(region[0].get(), &st), 0);
+  Mapping m;
+  ASSERT_TRUE(Mapping::MapShared(region[0].get(), static_cast<size_t>(st.st_size), &m).ok());
+  const ipc::FastPathView view = ipc::FastPathView::At(m.data());
+  std::memset(m.data(), 0xA5, m.size());
+  view.slot(0).arrived.store(7);
+  view.slot(1).arrived.store(6);
+  const std::string out = Batonctl("--address " + cluster_->rendezvous() + " inflight");
+  EXPECT_NE(out.find("an unknown operation (fast path op #7"), std::string::npos) << out;
+  EXPECT_NE(out.find("rank 1"), std::string::npos) << out;
+  // Abort: batond marks the region failed and wakes the two real slots.
+  ipc::CommDestroyRequest destroy{};
+  destroy.h.type = static_cast<uint32_t>(ipc::MsgType::kCommDestroy);
+  destroy.comm = handle[0];
+  destroy.abort = 1;
+  ipc::Reply reply;
+  ASSERT_TRUE(conn_->Call(&destroy, sizeof destroy, &reply).ok());
   ExpectDaemonServes();
 }
 
