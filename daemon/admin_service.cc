@@ -6,6 +6,7 @@
 #include "control/grpc_security.h"
 #include "control/peer_client.h"
 #include "gpu/cuda_support.h"
+#include "transports/tcp/connection_broker.h"
 
 namespace baton {
 
@@ -20,7 +21,17 @@ grpc::Status AdminService::GetNodeInfo(grpc::ServerContext*, const baton::v1::No
   auto* tcp = out->add_transports();
   tcp->set_name("tcp");
   tcp->set_available(true);
-  tcp->set_detail("listening on " + ctx_.data_address);
+  const std::string congestion = tcp::DataCongestionControl();
+  tcp->set_detail("listening on " + ctx_.data_address + "; up to " + std::to_string(ctx_.sockets_per_peer) +
+                  " connections per peer; congestion control " + (congestion.empty() ? "unknown" : congestion));
+  // Small blocking collectives among the ranks of this node (docs/architecture.md).
+  auto* fast = out->add_transports();
+  fast->set_name("fast");
+  fast->set_available(ctx_.fast_path_max_bytes > 0);
+  fast->set_detail(ctx_.fast_path_max_bytes > 0
+                       ? "blocking collectives of up to " + std::to_string(ctx_.fast_path_max_bytes) +
+                             " B per rank run among the ranks of one node, in shared memory"
+                       : "turned off (--fast-path-max-bytes 0)");
   auto* rdma = out->add_transports();
   rdma->set_name("rdma");
   rdma->set_available(false);

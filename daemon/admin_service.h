@@ -29,6 +29,8 @@ struct AdminContext {
   const Metrics* metrics = nullptr;
   std::function<uint64_t()> rejected_connections;
   const topo::Topology* topology = nullptr;
+  int sockets_per_peer = 1;          // --sockets-per-peer
+  uint64_t fast_path_max_bytes = 0;  // --fast-path-max-bytes
 };
 
 class AdminService final : public baton::v1::Admin::Service {

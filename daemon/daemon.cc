@@ -123,7 +123,8 @@ Status Daemon::Start() {
   BATON_RETURN_IF_ERROR(ParseHostPort(options_.grpc, &grpc_hp));
   AdminContext admin{&registry_, PROJECT_VERSION_STRING, options_.node_name, env_.data_address,
                      options_.socket_path, started_, &clients_, options_.straggler_warning, &metrics_,
-                     [this] { return listener_.rejected(); }, &topology_};
+                     [this] { return listener_.rejected(); }, &topology_, options_.sockets_per_peer,
+                     options_.fast_path_max_bytes};
   admin_service_ = std::make_unique<AdminService>(admin);
   builder.RegisterService(admin_service_.get());
   grpc_server_ = builder.BuildAndStart();

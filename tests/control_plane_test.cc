@@ -85,6 +85,20 @@ TEST(ControlPlane, StatusSaysWhetherGpuBuffersAreServedAndWhyNot) {
                                           : "transport   cuda  unavailable  " + gpus.reason;
   EXPECT_NE(out.find(want), std::string::npos) << "want '" << want << "' in:\n" << out;
   EXPECT_NE(out.find("transport   tcp   available"), std::string::npos) << out;
+  EXPECT_NE(out.find("connections per peer; congestion control "), std::string::npos) << out;
+  EXPECT_NE(out.find("transport   fast  available    blocking collectives of up to 16384 B per rank"),
+            std::string::npos)
+      << out;
+}
+
+TEST(ControlPlane, StatusShowsTheTcpCongestionControlAndAFastPathTurnedOff) {
+  auto cluster = StartCluster(1, {"--tcp-congestion", "reno", "--fast-path-max-bytes", "0"});
+  ASSERT_TRUE(cluster->status().ok());
+  int rc = -1;
+  const std::string out = Batonctl("--address " + cluster->rendezvous() + " status", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("congestion control reno"), std::string::npos) << out;
+  EXPECT_NE(out.find("transport   fast  unavailable  turned off (--fast-path-max-bytes 0)"), std::string::npos) << out;
 }
 
 TEST(ControlPlane, StragglerIsReportedWhileLateAndTheOperationThenCompletes) {
