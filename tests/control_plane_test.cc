@@ -53,6 +53,42 @@ std::string FirstCommUid(const std::string& comms_output) {
   return uid.find_first_not_of("0123456789abcdef") == std::string::npos ? uid : "";
 }
 
+// Runs one int32 AllReduce (rank r gives r) of ranks on `node_of_rank` in
+// which the last rank calls only once `batonctl stragglers`, asked at the
+// first node's daemon, has reported it (its output contains `wanted`), or
+// after 15 s. Returns that output and `batonctl inflight` at the same moment
+// ("" if it never came); `sums` gets each rank's result.
+std::string ReportWhileLastRankIsLate(const LocalCluster& cluster, const std::vector<int>& node_of_rank,
+                                      const std::string& wanted, std::vector<int32_t>* sums,
+                                      std::chrono::milliseconds linger = {}) {
+  const int late = static_cast<int>(node_of_rank.size()) - 1;
+  sums->assign(node_of_rank.size(), -1);
+  std::atomic<bool> seen{false};
+  std::string report;
+  std::thread observer([&] {
+    for (int i = 0; i < 300 && !seen; ++i) {
+      std::string out = Batonctl("--address " + cluster.rendezvous() + " stragglers");
+      if (out.find(wanted) != std::string::npos) {
+        report = out + Batonctl("--address " + cluster.rendezvous() + " inflight");
+        std::this_thread::sleep_for(linger);
+        seen = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    seen = true;  // give up; the caller's assertions will say so
+  });
+  const std::string err = RunRanks(cluster, node_of_rank, UniqueJob("straggler"), [&](int rank, baton_comm_t comm) {
+    if (rank == late) {
+      while (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    int32_t v = rank;
+    baton_allreduce(&v, &(*sums)[rank], 1, baton_int32, baton_sum, comm, nullptr);
+  });
+  observer.join();
+  EXPECT_EQ(err, "");
+  return report;
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -104,31 +140,11 @@ TEST(ControlPlane, StatusShowsTheTcpCongestionControlAndAFastPathTurnedOff) {
 TEST(ControlPlane, StragglerIsReportedWhileLateAndTheOperationThenCompletes) {
   auto cluster = StartCluster(2, {"--straggler-warning", "0.3"});
   ASSERT_TRUE(cluster->status().ok());
-  std::atomic<bool> seen{false};
-  std::string report;
-  std::vector<int32_t> sums(4, -1);
-  std::thread observer([&] {
-    // Ask node 0's daemon: its own ranks arrived; node 1 must tell it about rank 3.
-    for (int i = 0; i < 300 && !seen; ++i) {
-      std::string out = Batonctl("--address " + cluster->rendezvous() + " stragglers");
-      if (out.find("for rank 3 (node n1") != std::string::npos) {
-        report = out;
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let the daemon's log line come too
-        seen = true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    seen = true;  // give up; the assertions below will say so
-  });
-  std::string err = RunRanks(*cluster, {0, 0, 1, 1}, UniqueJob("straggler"), [&](int rank, baton_comm_t comm) {
-    if (rank == 3) {
-      while (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    int32_t v = rank;
-    baton_allreduce(&v, &sums[rank], 1, baton_int32, baton_sum, comm, nullptr);
-  });
-  observer.join();
-  ASSERT_EQ(err, "");
+  // Node 0's daemon is asked: its own ranks arrived; node 1 must tell it about rank 3.
+  std::vector<int32_t> sums;
+  // Linger so that the late rank's daemon logs its line too.
+  const std::string report = ReportWhileLastRankIsLate(*cluster, {0, 0, 1, 1}, "for rank 3 (node n1", &sums,
+                                                       std::chrono::milliseconds(500));
   EXPECT_NE(report.find("allreduce seq 1 on comm \"world\""), std::string::npos) << report;
   EXPECT_NE(report.find("for rank 3 (node n1, last completed seq 0)"), std::string::npos) << report;
   for (int r = 0; r < 4; ++r) EXPECT_EQ(sums[r], 6) << "rank " << r;
@@ -143,29 +159,8 @@ TEST(ControlPlane, StragglerIsReportedWhileLateAndTheOperationThenCompletes) {
 TEST(ControlPlane, StragglerOnTheFastPathIsReported) {
   auto cluster = StartCluster(1, {"--straggler-warning", "0.3"});
   ASSERT_TRUE(cluster->status().ok());
-  std::atomic<bool> seen{false};
-  std::string report;
-  std::vector<int32_t> sums(3, -1);
-  std::thread observer([&] {
-    for (int i = 0; i < 300 && !seen; ++i) {
-      std::string out = Batonctl("--address " + cluster->rendezvous() + " stragglers");
-      if (out.find("for rank 2 (node n0") != std::string::npos) {
-        report = out + Batonctl("--address " + cluster->rendezvous() + " inflight");
-        seen = true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    seen = true;  // give up; the assertions below will say so
-  });
-  std::string err = RunRanks(*cluster, {0, 0, 0}, UniqueJob("fp-straggler"), [&](int rank, baton_comm_t comm) {
-    if (rank == 2) {
-      while (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    int32_t v = rank;
-    baton_allreduce(&v, &sums[rank], 1, baton_int32, baton_sum, comm, nullptr);
-  });
-  observer.join();
-  ASSERT_EQ(err, "");
+  std::vector<int32_t> sums;
+  const std::string report = ReportWhileLastRankIsLate(*cluster, {0, 0, 0}, "for rank 2 (node n0", &sums);
   EXPECT_NE(report.find("allreduce seq 1 on comm \"world\""), std::string::npos) << report;
   EXPECT_NE(report.find("for rank 2 (node n0"), std::string::npos) << report;
   EXPECT_NE(report.find("allreduce(count=1, dtype=int32, op=sum) (fast path op #1"), std::string::npos) << report;

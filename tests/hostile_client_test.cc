@@ -41,16 +41,21 @@ class HostileClient : public ::testing::Test {
     ASSERT_TRUE(DaemonConnection::Get(cluster_->socket(0), &conn_).ok());
   }
 
-  // A one-rank communicator of a fresh job, through the raw protocol.
-  uint64_t NewComm(uint32_t timeout_ms = 10000) {
+  // The CommInit message of rank `rank` of `nranks` in `job` (communicator "world").
+  ipc::CommInitRequest InitRequest(const std::string& job, int nranks, int rank) const {
     ipc::CommInitRequest req{};
     req.h.type = static_cast<uint32_t>(ipc::MsgType::kCommInit);
-    const std::string job = UniqueJob("hostile");
     std::strcpy(req.job_id, job.c_str());
     std::strcpy(req.comm_name, "world");
     std::strcpy(req.rendezvous, cluster_->rendezvous().c_str());
-    req.nranks = 1;
-    req.rank = 0;
+    req.nranks = nranks;
+    req.rank = rank;
+    return req;
+  }
+
+  // A one-rank communicator of a fresh job, through the raw protocol.
+  uint64_t NewComm(uint32_t timeout_ms = 10000) {
+    ipc::CommInitRequest req = InitRequest(UniqueJob("hostile"), 1, 0);
     req.timeout_ms = timeout_ms;
     ipc::Reply reply;
     Status st = conn_->Call(&req, sizeof req, &reply);
@@ -326,13 +331,7 @@ TEST_F(HostileClient, InvalidDescriptorFailsTheWholeCommunicatorInsteadOfHanging
   const std::string job = UniqueJob("poison-raw");
   uint64_t handle = 0;
   std::thread raw([&] {
-    ipc::CommInitRequest req{};
-    req.h.type = static_cast<uint32_t>(ipc::MsgType::kCommInit);
-    std::strcpy(req.job_id, job.c_str());
-    std::strcpy(req.comm_name, "world");
-    std::strcpy(req.rendezvous, cluster_->rendezvous().c_str());
-    req.nranks = 2;
-    req.rank = 1;
+    ipc::CommInitRequest req = InitRequest(job, 2, 1);
     ipc::Reply reply;
     ASSERT_TRUE(conn_->Call(&req, sizeof req, &reply).ok());
     handle = reply.value;
@@ -365,13 +364,7 @@ TEST_F(HostileClient, ScribblingOnTheFastPathRegionCannotHurtBatond) {
   std::vector<std::thread> joins;
   for (int rank = 0; rank < 2; ++rank) {
     joins.emplace_back([&, rank] {
-      ipc::CommInitRequest req{};
-      req.h.type = static_cast<uint32_t>(ipc::MsgType::kCommInit);
-      std::strcpy(req.job_id, job.c_str());
-      std::strcpy(req.comm_name, "world");
-      std::strcpy(req.rendezvous, cluster_->rendezvous().c_str());
-      req.nranks = 2;
-      req.rank = rank;
+      ipc::CommInitRequest req = InitRequest(job, 2, rank);
       ipc::Reply reply;
       std::vector<UniqueFd> fds;
       Status st = conn_->Call(&req, sizeof req, &reply, &fds);
