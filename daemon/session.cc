@@ -442,13 +442,14 @@ void Session::ReleaseCommCharge() {
   env_.access->ReleaseComm(peer_.uid);
 }
 
+Session::Membership Session::FindComm(uint64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = comms_.find(handle);
+  return it != comms_.end() ? it->second : Membership{};
+}
+
 void Session::OnCommSplit(const ipc::CommSplitRequest& req) {
-  Membership m;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = comms_.find(req.parent);
-    if (it != comms_.end()) m = it->second;
-  }
+  const Membership m = FindComm(req.parent);
   if (!m.comm) return Reply(req.h.request_id, Status::InvalidArgument("split of an unknown communicator handle"));
   if (Status st = ReserveJoin(); !st.ok()) return Reply(req.h.request_id, st);
   LocalOp op;
@@ -489,12 +490,7 @@ void Session::OnCommDestroy(const ipc::CommDestroyRequest& req) {
 }
 
 void Session::OnCommFailed(const ipc::CommFailedRequest& req) {
-  Membership m;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = comms_.find(req.comm);
-    if (it != comms_.end()) m = it->second;
-  }
+  const Membership m = FindComm(req.comm);
   if (!m.comm) return Reply(req.h.request_id, Status::InvalidArgument("failure report for an unknown communicator handle"));
   std::string message;
   const auto code = static_cast<Code>(req.code);

@@ -59,6 +59,8 @@ class Session : public std::enable_shared_from_this<Session> {
     std::shared_ptr<Communicator> comm;
     int rank = -1;
   };
+  // This client's membership of communicator `handle` (comm null if none).
+  Membership FindComm(uint64_t handle);
 
   void ReadNext();
   void Dispatch(size_t len);
