@@ -40,18 +40,24 @@ void LocalReduce(Ctx& c, int first, const Region& work, uint64_t len) {
   }
 }
 
-void InterNodeAllReduce(Ctx& c, const Region& work) {
+// With `input`, `work` does not hold this node's contribution yet: it is
+// `input` alone (one rank on the node). The ring then reads it where it lies
+// instead of copying it into work first (a whole pass over memory saved);
+// the other algorithms copy it in.
+void InterNodeAllReduce(Ctx& c, const Region& work, const Region* input = nullptr) {
   if (c.num_nodes == 1) return;
   switch (c.algo) {
     case Algorithm::kRecursiveDoubling:
+      if (input != nullptr) c.b.Copy(*input, work);
       RecursiveDoublingAllReduce(c.b, c.node, c.num_nodes, work);
       return;
     case Algorithm::kDirect:
+      if (input != nullptr) c.b.Copy(*input, work);
       DirectAllReduce(c.b, c.node, c.num_nodes, work);
       return;
     default: {
       const Partitions parts = EvenChunks(c.in.sig.count, c.esize, c.num_nodes);
-      RingReduceScatter(c.b, c.node, c.num_nodes, work, parts);
+      RingReduceScatter(c.b, c.node, c.num_nodes, work, parts, input);
       RingAllGather(c.b, c.node, c.num_nodes, work, parts);
     }
   }
@@ -60,15 +66,9 @@ void InterNodeAllReduce(Ctx& c, const Region& work) {
 void PlanAllReduce(Ctx& c) {
   const int leader = c.local.front();
   const Region work = RecvBuf(leader, 0, c.bytes);
-  const bool ring = c.num_nodes > 1 && c.algo != Algorithm::kRecursiveDoubling && c.algo != Algorithm::kDirect;
-  if (ring && c.local.size() == 1) {
-    // One rank on this node: nothing to reduce locally, so the ring reads
-    // the rank's input where it lies instead of copying it into work first
-    // (a whole pass over memory saved).
+  if (c.num_nodes > 1 && c.local.size() == 1) {
     const Region input = SendBuf(leader, 0, c.bytes);
-    const Partitions parts = EvenChunks(c.in.sig.count, c.esize, c.num_nodes);
-    RingReduceScatter(c.b, c.node, c.num_nodes, work, parts, &input);
-    RingAllGather(c.b, c.node, c.num_nodes, work, parts);
+    InterNodeAllReduce(c, work, &input);
   } else {
     LocalReduce(c, leader, work, c.bytes);
     InterNodeAllReduce(c, work);

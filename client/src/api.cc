@@ -219,7 +219,6 @@ Status AttachFastPath(baton_comm* comm, std::vector<baton::UniqueFd>& fds) {
 // and device buffers here as they can through batond.
 baton_result_t RunOnFastPath(baton_comm* comm, const baton::OpSignature& sig, const void* send, void* recv,
                              uint64_t send_bytes, uint64_t recv_bytes) {
-  const std::string name = baton::CollectiveName(sig.collective);
   std::lock_guard<std::mutex> serial(comm->fast_mu);
   uint64_t daemon_ops = 0;
   {
@@ -277,7 +276,7 @@ baton_result_t RunOnFastPath(baton_comm* comm, const baton::OpSignature& sig, co
     int expected = baton_success;
     comm->async_error.compare_exchange_strong(expected, static_cast<int>(st.code()));
   }
-  return Fail(st.WithContext(name + ": "));
+  return Fail(st.WithContext(std::string(baton::CollectiveName(sig.collective)) + ": "));
 }
 
 // Resolves a user buffer to a segment reference: shared memory, a GPU

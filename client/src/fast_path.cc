@@ -184,14 +184,12 @@ Status FastPath::WaitForAll(uint32_t seq, const OpSignature& sig, uint64_t daemo
 
 Status FastPath::CheckSignatures(uint32_t seq, const OpSignature& mine, const std::string& where) const {
   const ipc::FastPathSignature me = Flatten(mine);
-  // Copy them once: other ranks' memory may change under a second look.
-  std::vector<ipc::FastPathSignature> sigs(nranks_);
   bool same = true;
-  for (int r = 0; r < nranks_; ++r) {
-    sigs[r] = view_.slot(r).sig[seq & 1];
-    same = same && SameSignature(sigs[r], me);
-  }
-  if (same) return Status::Ok();
+  for (int r = 0; r < nranks_ && same; ++r) same = SameSignature(view_.slot(r).sig[seq & 1], me);
+  if (same) return Status::Ok();  // the common case: no copies, no allocation
+  // Copy them once for the message: other ranks' memory may change under a second look.
+  std::vector<ipc::FastPathSignature> sigs(nranks_);
+  for (int r = 0; r < nranks_; ++r) sigs[r] = view_.slot(r).sig[seq & 1];
   std::vector<std::pair<ipc::FastPathSignature, std::vector<int>>> groups;
   for (int r = 0; r < nranks_; ++r) {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return SameSignature(g.first, sigs[r]); });
