@@ -12,6 +12,19 @@
 // result in the Completion slot the descriptor named, waking the client with
 // a futex. Everything the client writes is untrusted input to the daemon.
 //
+// Three words save a system call per operation on each side when the other
+// side is polling rather than sleeping (each is a Dekker-style handshake:
+// one side stores, then reads the other's word, both sequentially
+// consistent, so at least one of them sees the other):
+//  - RingControl::daemon_polling: batond threads checking `tail` right now;
+//    the client rings the doorbell only when it is 0. A thread that stops
+//    polling decrements it, then checks `tail` once more.
+//  - RingControl::client_waiting: the client sleeps on `head` (ring full);
+//    batond wakes it only then.
+//  - Completion::client_sleeping: the client sleeps on `state`; batond
+//    wakes it only then.
+// A client that scribbles on them only delays its own operations.
+//
 // GPU buffers (docs/gpu.md): the client registers each device allocation
 // once (RegisterDevice, a CUDA IPC handle) and names it in descriptors like
 // a segment. A stream-ordered descriptor (kDescStreamOrdered) also uses
@@ -26,7 +39,7 @@
 
 namespace baton::ipc {
 
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 inline constexpr size_t kMaxMessage = 4096;
 
 enum class MsgType : uint32_t {
@@ -162,7 +175,7 @@ struct alignas(64) Completion {
   std::atomic<uint32_t> stream_ready;     // 1: the client's stream reached the operation (written by the GPU)
   std::atomic<uint32_t> stream_done;      // 1: batond finished it, either way (the stream waits for it)
   std::atomic<uint32_t> stream_released;  // 1: the stream went past its wait; the slot may be reused
-  uint32_t reserved;
+  std::atomic<uint32_t> client_sleeping;  // 1: the client waits on `state` with a futex (client writes)
   char message[488];
 };
 static_assert(sizeof(Completion) == 512);
@@ -174,7 +187,12 @@ struct alignas(64) RingControl {
   uint32_t pad1[15];
   uint32_t num_slots;
   uint32_t num_completions;
+  uint32_t pad2[14];
+  std::atomic<uint32_t> daemon_polling;  // batond threads checking `tail` now (daemon writes)
+  uint32_t pad3[15];
+  std::atomic<uint32_t> client_waiting;  // 1: the client waits on `head` for a free slot (client writes)
 };
+static_assert(sizeof(RingControl) <= 4096);
 
 inline constexpr uint32_t kRingSlots = 256;
 inline constexpr uint32_t kCompletions = 1024;

@@ -104,13 +104,40 @@ bool Communicator::SpinUntilChangedLocked(std::unique_lock<std::mutex>& lock) {
   if (services_.progress_spin.count() <= 0) return false;
   const uint64_t seen = changes_.load(std::memory_order_acquire);
   lock.unlock();
+  StartPollingSources();
   const auto until = std::chrono::steady_clock::now() + services_.progress_spin;
   bool changed = false;
-  while (!(changed = changes_.load(std::memory_order_acquire) != seen) && std::chrono::steady_clock::now() < until) {
+  for (;;) {
+    for (const auto& source : polling_) source->PollSubmissions();
+    if ((changed = changes_.load(std::memory_order_acquire) != seen)) break;
+    if (std::chrono::steady_clock::now() >= until) {
+      StopPollingSources();  // about to sleep: the clients must ring again
+      changed = changes_.load(std::memory_order_acquire) != seen;
+      break;
+    }
     std::this_thread::yield();  // the ranks we wait for may need this core
   }
   lock.lock();
   return changed;
+}
+
+void Communicator::StartPollingSources() {
+  if (polling_on_ || services_.progress_spin.count() <= 0) return;
+  polling_on_ = true;
+  for (const auto& weak : sources_) {
+    auto source = weak.lock();
+    // Two local ranks in one process share a ring: poll it once.
+    if (!source || std::find(polling_.begin(), polling_.end(), source) != polling_.end()) continue;
+    source->StartPolling();
+    polling_.push_back(std::move(source));
+  }
+}
+
+void Communicator::StopPollingSources() {
+  if (!polling_on_) return;
+  polling_on_ = false;
+  for (const auto& source : polling_) source->StopPolling();
+  polling_.clear();
 }
 
 bool Communicator::AllDetachedLocked() const {
@@ -555,13 +582,19 @@ void Communicator::Worker() {
       }
       if (AllDetachedLocked() || !failed_.ok()) {
         if (AllDetachedLocked()) break;
-        // Failed but ranks still attached: keep failing their submissions until they leave.
+        // Failed but ranks still attached: keep failing their submissions
+        // until they leave. Those now come with a doorbell.
+        lock.unlock();
+        StopPollingSources();
+        lock.lock();
         cv_.wait(lock, [&] { return AllDetachedLocked() || !pending_.empty(); });
         continue;
       }
       seq = pending_.begin()->first;
       record = StartRecordLocked(seq, pending_.begin()->second);
       for (auto& o : pending_.begin()->second.ops) ops.push_back(std::move(*o));
+      sources_.resize(ops.size());
+      for (size_t i = 0; i < ops.size(); ++i) sources_[i] = ops[i].source;
       pending_.erase(pending_.begin());
       running_seq_ = seq;
       running_op_ = ops[0].sig.collective == Collective::kSplit ? "comm split" : ops[0].sig.ToString();
@@ -570,8 +603,12 @@ void Communicator::Worker() {
       for (const auto& [rank, us] : record.arrivals) running_arrivals_.push_back(us);
       next_straggler_warning_ = {};
     }
+    // Submissions that come while this one runs (other communicators',
+    // point-to-point) must not wait for this worker: they ring again.
+    StopPollingSources();
     const auto started = std::chrono::steady_clock::now();
     Status result = RunCollective(ops, seq);
+
     if (services_.metrics != nullptr) {
       services_.metrics->RecordOp(ops[0].sig.collective, record.bytes, std::chrono::steady_clock::now() - started,
                                   result.ok());
@@ -590,6 +627,7 @@ void Communicator::Worker() {
     }
     if (!result.ok()) Abort(result);
   }
+  StopPollingSources();
   if (mesh_) mesh_->Close();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -766,6 +804,9 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
     }
     if (!st.ok() && !failed_.ok()) st = failed_;
   }
+  // The ranks submit their next operation as soon as they see this one
+  // done: from now on this worker looks for it (no doorbell needed).
+  StartPollingSources();
   if (sig.collective == Collective::kSplit && st.ok()) {
     FinishSplit(ops, split_out);
   } else {

@@ -168,8 +168,15 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Wakes the worker: counts a change of what it waits for, then notifies.
   void NotifyLocked();
   // Releases `lock` and polls for up to services_.progress_spin until a
-  // change is notified; relocks. True if something changed.
+  // change is notified, taking submissions from the local ranks' rings
+  // meanwhile; relocks. True if something changed.
   bool SpinUntilChangedLocked(std::unique_lock<std::mutex>& lock);
+  // The worker's claim to poll its ranks' submission rings (see
+  // submission_source.h): taken as it completes an operation, so that the
+  // ranks' next submissions skip the doorbell, and kept while it spins;
+  // given back before it sleeps or runs the next operation. Worker only.
+  void StartPollingSources();
+  void StopPollingSources();
   bool AbortLocked(const Status& reason);
   FlightRecord StartRecordLocked(uint64_t seq, const PendingOp& p) const;
   // Writes the flight recorder to services_.trace_dir (after a failure).
@@ -217,6 +224,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::chrono::steady_clock::time_point next_straggler_warning_;
   FlightRecorder recorder_;
   std::vector<uint8_t> scratch_;
+
+  // Worker thread only: each local rank's client as of its last operation,
+  // and the ones being polled now (non-empty between Start/StopPollingSources).
+  std::vector<std::weak_ptr<SubmissionSource>> sources_;
+  std::vector<std::shared_ptr<SubmissionSource>> polling_;
+  bool polling_on_ = false;
 };
 
 }  // namespace baton

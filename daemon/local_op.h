@@ -10,6 +10,7 @@
 #include "common/types.h"
 #include "daemon/device_staging.h"
 #include "daemon/executor.h"
+#include "daemon/submission_source.h"
 
 namespace baton {
 
@@ -29,6 +30,8 @@ struct LocalOp {
   // even if the client frees them (or dies) meanwhile.
   std::vector<std::shared_ptr<Mapping>> holds;
   std::weak_ptr<Session> session;
+  // The same client, as the communicator's worker polls it (same object).
+  std::weak_ptr<SubmissionSource> source;
   uint32_t completion = 0;
   // Set when a buffer is in GPU memory or the op is ordered on the client's
   // CUDA stream: the op then goes through the session's StreamGate.

@@ -509,8 +509,9 @@ void Session::WaitDoorbell() {
                                self->DrainRing();
                                if (self->closed_) return;
                                self->WaitDoorbell();
-                               if (!self->polling_) {
+                               if (!self->polling_ && self->worker_pollers_.load() == 0) {
                                  self->polling_ = true;
+                                 self->ring_view_.control->daemon_polling.fetch_add(1, std::memory_order_seq_cst);
                                  self->PollRing(std::chrono::steady_clock::now() +
                                                 self->env_.services.progress_spin);
                                }
@@ -523,37 +524,70 @@ void Session::WaitDoorbell() {
 // load) from a handler that requeues itself for a moment after activity
 // picks the submission up at once. Other sockets' handlers still run in
 // between, and an idle client costs nothing: polling stops once `until`
-// passes without a new descriptor.
+// passes without a new descriptor. It also stops as soon as a
+// communicator's worker polls the ring: two threads polling one ring would
+// only take turns on the cores.
 void Session::PollRing(std::chrono::steady_clock::time_point until) {
-  if (closed_) {
-    polling_ = false;
-    return;
-  }
   const auto now = std::chrono::steady_clock::now();
-  if (ring_view_.control->tail.load(std::memory_order_acquire) != ring_head_) {
+  if (!closed_ && ring_view_.control->tail.load(std::memory_order_acquire) != ring_head_.load()) {
     DrainRing();
     until = now + env_.services.progress_spin;
   }
-  if (closed_ || now >= until) {
-    polling_ = false;
-    return;
-  }
+  if (closed_ || now >= until || worker_pollers_.load() > 0) return StopPollingRing();
   std::this_thread::yield();  // the ranks may need this core
   boost::asio::post(io_, [self = shared_from_this(), until] { self->PollRing(until); });
 }
 
+void Session::StopPollingRing() {
+  polling_ = false;
+  ring_view_.control->daemon_polling.fetch_sub(1, std::memory_order_seq_cst);
+  // The client may have skipped the doorbell for a descriptor it added
+  // while we were polling (ipc_protocol.h): look once more.
+  if (!closed_ && ring_view_.control->tail.load(std::memory_order_seq_cst) != ring_head_.load()) DrainRing();
+}
+
+void Session::StartPolling() {
+  worker_pollers_.fetch_add(1);
+  ring_view_.control->daemon_polling.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void Session::PollSubmissions() {
+  if (ring_view_.control->tail.load(std::memory_order_acquire) == ring_head_.load(std::memory_order_relaxed)) return;
+  DrainRing();
+}
+
+void Session::StopPolling() {
+  ring_view_.control->daemon_polling.fetch_sub(1, std::memory_order_seq_cst);
+  worker_pollers_.fetch_sub(1);
+  if (ring_view_.control->tail.load(std::memory_order_seq_cst) != ring_head_.load()) DrainRing();
+}
+
 void Session::DrainRing() {
+  std::lock_guard<std::mutex> lock(ring_mu_);
+  DrainRingLocked();
+}
+
+void Session::DrainRingLocked() {
+  if (closed_ || ring_broken_) return;
   ipc::RingControl* ctl = ring_view_.control;
   const uint32_t tail = ctl->tail.load(std::memory_order_acquire);
-  if (tail - ring_head_ > ipc::kRingSlots) return Close("submission ring tail out of range");
+  uint32_t head = ring_head_.load(std::memory_order_relaxed);
+  if (tail - head > ipc::kRingSlots) {
+    ring_broken_ = true;
+    return CloseSoon("submission ring tail out of range");
+  }
   bool consumed = false;
-  while (ring_head_ != tail) {
+  while (head != tail) {
     ipc::Descriptor d;
     // Copy first: the client could rewrite the slot while we validate.
-    std::memcpy(&d, &ring_view_.slots[ring_head_ % ipc::kRingSlots], sizeof d);
-    ++ring_head_;
+    std::memcpy(&d, &ring_view_.slots[head % ipc::kRingSlots], sizeof d);
+    ++head;
+    ring_head_.store(head, std::memory_order_relaxed);
     consumed = true;
-    if (d.completion >= ipc::kCompletions) return Close("descriptor names completion slot out of range");
+    if (d.completion >= ipc::kCompletions) {
+      ring_broken_ = true;
+      return CloseSoon("descriptor names completion slot out of range");
+    }
     LocalOp op;
     Membership m;
     Status st = Validate(d, &op, &m);
@@ -573,8 +607,8 @@ void Session::DrainRing() {
     Route(std::move(op), m);
   }
   if (consumed) {
-    ctl->head.store(ring_head_, std::memory_order_release);
-    FutexWakeAll(&ctl->head);
+    ctl->head.store(head, std::memory_order_seq_cst);
+    if (ctl->client_waiting.load(std::memory_order_seq_cst) != 0) FutexWakeAll(&ctl->head);
   }
 }
 
@@ -637,6 +671,7 @@ Status Session::Validate(const ipc::Descriptor& d, LocalOp* op, Membership* memb
   op->seq = d.seq;
   op->sig = sig;
   op->session = weak_from_this();
+  op->source = weak_from_this();
   op->completion = d.completion;
   std::shared_ptr<Mapping> hold;
   DeviceStaging::Side send_device, recv_device;
@@ -662,17 +697,25 @@ void Session::Complete(uint32_t completion, const Status& st) {
   const size_t n = std::min(st.message().size(), sizeof c.message - 1);
   std::memcpy(c.message, st.message().data(), n);
   c.message[n] = '\0';
-  c.state.store(ipc::kDone, std::memory_order_release);
-  FutexWakeAll(&c.state);
+  c.state.store(ipc::kDone, std::memory_order_seq_cst);
+  // A client still spinning sees the state change without a system call.
+  if (c.client_sleeping.load(std::memory_order_seq_cst) != 0) FutexWakeAll(&c.state);
   // Releases the client's CUDA stream if the operation was stream-ordered
   // (harmless otherwise): after the result, so that the stream's next work
   // sees it.
   c.stream_done.store(1, std::memory_order_release);
 }
 
+void Session::CloseSoon(std::string why) {
+  boost::asio::post(io_, [self = shared_from_this(), why = std::move(why)] { self->Close(why); });
+}
+
 void Session::Close(const std::string& why) {
   std::map<uint64_t, Membership> comms;
   {
+    // With ring_mu_ too: no drain routes an operation (or creates gate_)
+    // after this.
+    std::lock_guard<std::mutex> ring_lock(ring_mu_);
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return;
     closed_ = true;

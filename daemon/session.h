@@ -23,6 +23,7 @@
 #include "daemon/local_op.h"
 #include "daemon/options.h"
 #include "daemon/stream_gate.h"
+#include "daemon/submission_source.h"
 #include "gpu/device_segment.h"
 
 namespace baton {
@@ -40,7 +41,7 @@ struct SessionEnv {
   AccessPolicy* access = nullptr;  // job ownership and per-user limits
 };
 
-class Session : public std::enable_shared_from_this<Session> {
+class Session : public std::enable_shared_from_this<Session>, public SubmissionSource {
  public:
   using Socket = UnixSeqPacket::socket;
 
@@ -51,6 +52,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void Start();
   // Publishes the result of the operation that named `completion`. Thread-safe.
   void Complete(uint32_t completion, const Status& st);
+
+  // SubmissionSource: communicators' workers poll the submission ring.
+  void StartPolling() override;
+  void PollSubmissions() override;
+  void StopPolling() override;
 
  private:
   static constexpr size_t kMaxDeviceSegments = 4096;  // registered GPU allocations per client
@@ -74,10 +80,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnCommFailed(const ipc::CommFailedRequest& req);
 
   void WaitDoorbell();
+  // Takes every descriptor the client added to the ring. Any thread.
   void DrainRing();
+  void DrainRingLocked();  // ring_mu_ held
   // After a doorbell, keeps checking the ring on the I/O thread for
-  // options->progress_spin before going back to waiting for the next one.
+  // options->progress_spin before going back to waiting for the next one;
+  // stops early when a communicator's worker polls it (StartPolling).
   void PollRing(std::chrono::steady_clock::time_point until);
+  void StopPollingRing();  // I/O thread
   Status Validate(const ipc::Descriptor& d, LocalOp* op, Membership* membership);
   // A buffer in one of the client's shared-memory segments (*ptr, *hold)
   // or in one of its registered GPU allocations (*device).
@@ -93,6 +103,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Registers a communicator handle and answers the init/split request.
   void FinishJoin(uint32_t request_id, const Status& st, std::shared_ptr<Communicator> comm, int rank, int nranks);
   void Close(const std::string& why);
+  // Close, from any thread (queued to the I/O thread).
+  void CloseSoon(std::string why);
   // Counts one more pending init/split against --max-client-comms (the
   // answer, FinishJoin, gives it back); Exhausted at the limit.
   Status ReserveJoin();
@@ -110,17 +122,24 @@ class Session : public std::enable_shared_from_this<Session> {
   std::array<uint8_t, ipc::kMaxMessage> inbox_{};
   boost::asio::socket_base::message_flags receive_flags_ = 0;
   bool hello_done_ = false;
-  bool closed_ = false;
+  std::atomic<bool> closed_{false};  // set under ring_mu_ and mu_
 
   // Submission ring (set up by Hello).
   // Shared so that operations waiting for a client's CUDA stream (which
   // read their Completion slot) keep it mapped.
   std::shared_ptr<Mapping> ring_ = std::make_shared<Mapping>();
   ipc::RingView ring_view_{};
-  uint32_t ring_head_ = 0;  // our own copy; the shared one is for the client only
+  // One drainer at a time: the I/O thread or a communicator's worker. Taken
+  // before mu_ where both are held.
+  std::mutex ring_mu_;
+  // Our own copy of the consumer position; the shared one is for the client
+  // only. Written under ring_mu_, read without it to see if there is news.
+  std::atomic<uint32_t> ring_head_{0};
+  bool ring_broken_ = false;  // the client corrupted the ring; closing (ring_mu_)
   std::unique_ptr<boost::asio::posix::stream_descriptor> doorbell_;
   uint64_t doorbell_value_ = 0;
   bool polling_ = false;  // a PollRing handler is queued (I/O thread only)
+  std::atomic<int> worker_pollers_{0};  // communicators' workers polling now
 
   std::mutex mu_;  // guards what worker threads touch: segments_, comms_, socket sends
   std::map<uint64_t, std::shared_ptr<Mapping>> segments_;
@@ -138,8 +157,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::set<std::string> jobs_held_;  // references on AccessPolicy's jobs, dropped at the end
   std::vector<std::shared_ptr<JoinCancel>> joins_;  // rendezvous calls to abandon if the client leaves
 
-  // Created with the first GPU or stream-ordered operation (I/O thread only;
-  // stopped by Close, joined when the session goes).
+  // Created with the first GPU or stream-ordered operation (under ring_mu_,
+  // by whoever drains the ring; stopped by Close, joined when the session goes).
   std::unique_ptr<StreamGate> gate_;
 };
 

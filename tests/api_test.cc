@@ -350,6 +350,40 @@ TEST_F(ApiTest, WaitWithTimeoutReportsInProgressThenCompletes) {
   f.Report();
 }
 
+// batond's worker takes submissions straight from the rings while it polls
+// (the clients then skip the doorbell) and hands that back to the doorbell
+// when it stops (daemon/submission_source.h). Pauses spread over 0-250 us
+// land submissions before, during and just after each 100 us polling window:
+// a submission lost in the handover would hang this test (and fail it at
+// the timeout); every result is checked. One rank per node, so that no
+// other rank's doorbell rescues a lost submission.
+TEST_F(ApiTest, SubmissionsAroundTheEndOfTheDaemonsPollingAreNeverLost) {
+  Failures f;
+  ASSERT_EQ(RunRanks(*cluster_, {0, 1}, UniqueJob("handover"), [&](int rank, baton_comm_t comm) {
+              uint32_t state = 12345u + static_cast<uint32_t>(rank) * 7919u;
+              for (int i = 0; i < 1500; ++i) {
+                state = state * 1664525u + 1013904223u;
+                std::this_thread::sleep_for(std::chrono::microseconds((state >> 8) % 250));
+                int32_t in[3] = {rank + i, 2 * rank, i};
+                int32_t out[3] = {0, 0, 0};
+                if (baton_allreduce(in, out, 3, baton_int32, baton_sum, comm, nullptr) != baton_success) {
+                  f.Add(rank, "op " + std::to_string(i) + ": " + baton_get_last_error(comm));
+                  return;
+                }
+                const int32_t want[3] = {1 + 2 * i, 2, 2 * i};
+                for (int e = 0; e < 3; ++e) {
+                  if (out[e] != want[e]) {
+                    f.Add(rank, "op " + std::to_string(i) + " element " + std::to_string(e) + ": " +
+                                    std::to_string(out[e]) + ", want " + std::to_string(want[e]));
+                    return;
+                  }
+                }
+              }
+            }),
+            "");
+  f.Report();
+}
+
 TEST_F(ApiTest, MismatchedCollectivesAreReportedOnEveryRank) {
   Failures f;
   ASSERT_EQ(RunRanks(*cluster_, two_by_two_, UniqueJob("mismatch"), [&](int rank, baton_comm_t comm) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <chrono>
@@ -143,7 +144,7 @@ TEST(FastPath, BarrierWaitsForTheLastRank) {
   auto cluster = StartCluster(1);
   ASSERT_TRUE(cluster->status().ok());
   std::atomic<bool> late_rank_was_here{false};
-  std::vector<bool> saw_it(3, false);
+  std::array<std::atomic<bool>, 3> saw_it{};  // not vector<bool>: its elements share words
   ASSERT_EQ(RunRanks(*cluster, {0, 0, 0}, UniqueJob("fp-barrier"), [&](int rank, baton_comm_t comm) {
               if (rank == 2) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -102,8 +102,13 @@ baton_result_t WaitRequest(baton_request* req, int timeout_ms) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto deadline = timeout_ms < 0 ? Clock::time_point::max() : start + std::chrono::milliseconds(timeout_ms);
-  // Spin briefly (small collectives finish in microseconds), then sleep on the futex.
-  constexpr auto kSpin = std::chrono::microseconds(30);
+  // Spin briefly (small collectives finish in microseconds), then sleep on
+  // the futex. Why 200 us: on a node with fewer cores than busy threads a
+  // small collective across nodes now and then takes 30-60 us; a client
+  // that slept by then pays a wake-up of as much again (measured: 8 B
+  // AllReduce on two simulated nodes, p90 67 us with a 30 us spin, 15-22 us
+  // with 200 us; docs/benchmarks.md).
+  constexpr auto kSpin = std::chrono::microseconds(200);
   while (c.state.load(std::memory_order_acquire) != ipc::kDone) {
     const auto now = Clock::now();
     if (now >= deadline) {
@@ -121,8 +126,12 @@ baton_result_t WaitRequest(baton_request* req, int timeout_ms) {
             ? kSliceNs
             : std::min<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count(),
                                 kSliceNs);
-    if (!baton::FutexWait(&c.state, ipc::kPending, left_ns) && c.state.load() != ipc::kDone &&
-        !req->comm->conn->DaemonAlive()) {
+    // The daemon wakes us only if it sees client_sleeping (ipc_protocol.h).
+    c.client_sleeping.store(1, std::memory_order_seq_cst);
+    const bool woken = c.state.load(std::memory_order_seq_cst) == ipc::kDone ||
+                       baton::FutexWait(&c.state, ipc::kPending, left_ns);
+    c.client_sleeping.store(0, std::memory_order_relaxed);
+    if (!woken && c.state.load() != ipc::kDone && !req->comm->conn->DaemonAlive()) {
       int expected = baton_success;
       req->comm->async_error.compare_exchange_strong(expected, baton_unavailable);
       const std::string socket = req->comm->conn->socket_path();

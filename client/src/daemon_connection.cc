@@ -349,11 +349,15 @@ void DaemonConnection::Enqueue(const ipc::Descriptor& d) {
   for (;;) {
     const uint32_t head = ctl->head.load(std::memory_order_acquire);
     if (tail - head < ipc::kRingSlots) break;
-    RingDoorbell();  // make sure the daemon is draining
-    FutexWait(&ctl->head, head, 10'000'000);
+    ctl->client_waiting.store(1, std::memory_order_seq_cst);
+    WriteDoorbell();  // make sure the daemon is draining
+    if (ctl->head.load(std::memory_order_seq_cst) == head) FutexWait(&ctl->head, head, 10'000'000);
+    ctl->client_waiting.store(0, std::memory_order_relaxed);
   }
   std::memcpy(&ring_view_.slots[tail % ipc::kRingSlots], &d, sizeof d);
-  ctl->tail.store(tail + 1, std::memory_order_release);
+  // Sequentially consistent: RingDoorbell's load of daemon_polling must not
+  // be ordered before it (ipc_protocol.h).
+  ctl->tail.store(tail + 1, std::memory_order_seq_cst);
 }
 
 bool DaemonConnection::DaemonAlive() const {
@@ -363,6 +367,14 @@ bool DaemonConnection::DaemonAlive() const {
 }
 
 void DaemonConnection::RingDoorbell() {
+  // After Enqueue's store of `tail`; pairs with the daemon's decrement of
+  // daemon_polling followed by its last look at `tail`: either it sees our
+  // descriptor or we see 0 here.
+  if (ring_view_.control->daemon_polling.load(std::memory_order_seq_cst) != 0) return;
+  WriteDoorbell();
+}
+
+void DaemonConnection::WriteDoorbell() {
   const uint64_t one = 1;
   ssize_t n;
   do {

@@ -71,6 +71,8 @@ class DaemonConnection {
   // Writes `d` into the ring (waiting for space if it is full). The daemon
   // looks at it after RingDoorbell.
   void Enqueue(const ipc::Descriptor& d);
+  // Wakes the daemon, unless one of its threads is polling the ring now
+  // (ipc_protocol.h): that one sees the descriptor without a system call.
   void RingDoorbell();
 
   // False once the daemon has closed its end of the control socket (it
@@ -81,6 +83,8 @@ class DaemonConnection {
   const std::string& rendezvous() const { return rendezvous_; }
 
  private:
+  void WriteDoorbell();
+
   struct Segment {
     uint64_t id = 0;
     Mapping mapping;
