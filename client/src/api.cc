@@ -54,6 +54,7 @@ struct baton_comm {
 struct baton_request {
   baton_comm* comm = nullptr;
   uint32_t slot = 0;
+  std::chrono::microseconds spin{0};  // how long a wait polls before it sleeps
   struct CopyOut {
     void* user;
     const void* staged;
@@ -95,6 +96,19 @@ void ReleaseRequest(baton_request* req) {
   delete req;
 }
 
+// How long a wait for an operation of `bytes` (per rank) polls before it
+// sleeps on the futex. Small operations finish in microseconds, and on a
+// node with fewer cores than busy threads one now and then takes 30-60 us:
+// a client that slept by then pays a wake-up of as much again (8 B
+// AllReduce on two simulated nodes: p90 67 us with a 30 us spin, 15-22 us
+// with 200 us). Larger operations take hundreds of microseconds, and a
+// client polling all that time takes CPU from the daemon threads that copy
+// its data, so it sleeps almost at once (docs/benchmarks.md).
+std::chrono::microseconds WaitSpinFor(uint64_t bytes) {
+  constexpr uint64_t kShortOpBytes = 256 << 10;  // under 100 us across nodes here
+  return std::chrono::microseconds(bytes <= kShortOpBytes ? 200 : 10);
+}
+
 // Completes `req` if it is done within timeout_ms; releases it when done.
 baton_result_t WaitRequest(baton_request* req, int timeout_ms) {
   if (req == nullptr) return Fail(Code::kInvalidArgument, "baton_wait: NULL request");
@@ -102,19 +116,13 @@ baton_result_t WaitRequest(baton_request* req, int timeout_ms) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto deadline = timeout_ms < 0 ? Clock::time_point::max() : start + std::chrono::milliseconds(timeout_ms);
-  // Spin briefly (small collectives finish in microseconds), then sleep on
-  // the futex. Why 200 us: on a node with fewer cores than busy threads a
-  // small collective across nodes now and then takes 30-60 us; a client
-  // that slept by then pays a wake-up of as much again (measured: 8 B
-  // AllReduce on two simulated nodes, p90 67 us with a 30 us spin, 15-22 us
-  // with 200 us; docs/benchmarks.md).
-  constexpr auto kSpin = std::chrono::microseconds(200);
+  const auto spin = req->spin;
   while (c.state.load(std::memory_order_acquire) != ipc::kDone) {
     const auto now = Clock::now();
     if (now >= deadline) {
       return Fail(Code::kInProgress, "operation still in progress after " + std::to_string(timeout_ms) + " ms");
     }
-    if (now - start < kSpin) {
+    if (now - start < spin) {
       std::this_thread::yield();  // the daemon (or another rank) may need this core
       continue;
     }
@@ -378,6 +386,7 @@ baton_result_t Submit(Collective coll, const void* send, void* recv, size_t coun
   }
   auto* req = new baton_request;
   req->comm = comm;
+  req->spin = WaitSpinFor(std::max(send_bytes, recv_bytes));
   Status st = comm->conn->AcquireCompletion(&req->slot);
   if (!st.ok()) {
     delete req;
