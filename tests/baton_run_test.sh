@@ -32,4 +32,23 @@ echo "$out" | grep -q "rank 1 exited with status 3" || fail "no report naming ra
 # A program that does not exist is a clear error.
 out=$("$baton_run" --nodes 1 -- /nonexistent/program 2>&1) && fail "missing program accepted"
 echo "$out" | grep -q "cannot start /nonexistent/program" || fail "unclear error: $out"
-echo "baton-run contract: 4 passed, 0 failed"
+# Simulated nodes own disjoint shares of the CPUs (daemon and ranks alike);
+# with --no-bind, or on one node, every process may use every CPU.
+all=$(taskset -cp $$ | sed 's/.*: //')
+ncpu=$(nproc)
+if (( ncpu >= 2 )); then
+  out=$("$baton_run" --nodes 2 --ranks-per-node 2 -- /bin/sh -c \
+    'd=$(pgrep -f "batond.*$BATON_SOCKET" | head -1)
+     echo "node=$BATON_NODE_RANK cpus=$(taskset -cp $$ | sed "s/.*: //") daemon=$(taskset -cp $d | sed "s/.*: //")"' \
+    2>&1) || fail "bound run failed: $out"
+  n0=$(echo "$out" | grep -o 'node=0 cpus=.*' | sort -u)
+  n1=$(echo "$out" | grep -o 'node=1 cpus=.*' | sort -u)
+  [[ $(echo "$n0" | wc -l) -eq 1 && $(echo "$n1" | wc -l) -eq 1 ]] || fail "ranks of a node disagree: $out"
+  c0=$(echo "$n0" | sed 's/.*cpus=\([^ ]*\) .*/\1/'); c1=$(echo "$n1" | sed 's/.*cpus=\([^ ]*\) .*/\1/')
+  [[ "$c0" != "$all" && "$c0" != "$c1" ]] || fail "nodes not on separate CPUs: $out"
+  [[ "$n0" == *"daemon=$c0" && "$n1" == *"daemon=$c1" ]] || fail "a daemon is not on its node's CPUs: $out"
+  out=$("$baton_run" --nodes 2 --no-bind -- /bin/sh -c 'echo "cpus=$(taskset -cp $$ | sed "s/.*: //")"' 2>&1) \
+    || fail "--no-bind run failed: $out"
+  [[ $(echo "$out" | grep -c "cpus=$all\$") -eq 2 ]] || fail "--no-bind ranks were bound: $out"
+fi
+echo "baton-run contract: 5 passed, 0 failed"

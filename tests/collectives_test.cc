@@ -129,7 +129,9 @@ TEST_P(CollectivesTest, MatrixMatchesReferenceElementByElement) {
 // Daemons configured with different --sockets-per-peer (BATON_NSOCKS) agree
 // on the smallest, and striped messages arrive intact.
 TEST(Striping, NodesUseTheSmallestSocketsPerPeerAndResultsMatch) {
-  auto cluster = StartCluster(2, {}, {{{"/usr/bin/env", "BATON_NSOCKS=4"}}, {{"/usr/bin/env", "BATON_NSOCKS=2"}}});
+  auto cluster = StartCluster(2, {},
+                              {{{"/usr/bin/env", "BATON_NSOCKS=4"}, "127.0.0.1", {}},
+                               {{"/usr/bin/env", "BATON_NSOCKS=2"}, "127.0.0.1", {}}});
   ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
   constexpr size_t kCount = (3 << 20) / 4 + 5;  // ~3 MiB, not a multiple of a stripe
   std::vector<std::vector<float>> results(2);

@@ -120,7 +120,7 @@ TEST(Faults, CutNetworkLinkFailsTheJobOnBothSidesAndTheDaemonsServeOnAfterwards)
   launcher::NetnsSet ns;
   if (Status st = ns.Create(2); !st.ok()) GTEST_SKIP() << "network namespaces unavailable: " << st.message();
   std::vector<launcher::NodeLaunch> launch;
-  for (int n = 0; n < 2; ++n) launch.push_back({ns.ExecPrefix(n), ns.address(n)});
+  for (int n = 0; n < 2; ++n) launch.push_back({ns.ExecPrefix(n), ns.address(n), {}});
   auto cluster = StartCluster(2, {"--heartbeat", "0.2", "--peer-timeout", "2"}, launch);
   ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
 

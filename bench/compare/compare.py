@@ -10,6 +10,12 @@ checked element by element) with the same process counts. Configurations:
   2x1, 2x2   two simulated nodes of 1 or 2 ranks: Baton (two daemons on
              loopback), Open MPI TCP only, Gloo (TCP)
 
+With two simulated nodes, every system's processes of one node run on that
+node's own share of the CPUs (as on real nodes, and as Open MPI binds two
+ranks by default): baton-run binds its daemons and ranks, and the Open MPI
+and Gloo ranks are started under taskset. --no-bind lets every process run
+anywhere.
+
 The configurations are repeated --reps times, the systems interleaved within
 each repetition, and every figure is the median over repetitions. Prints one
 table per configuration with each system's time and busbw and Baton's ratio
@@ -47,27 +53,48 @@ def run(cmd, env=None, timeout=1800):
     return proc.stdout
 
 
-def run_system(system, nodes, per_node, bin_dir, sweep_args, json_path):
+def node_cpus(nodes):
+    """Each simulated node's share of this process's CPUs ("0", "1", ...), as
+    baton-run cuts them; None for one node or fewer CPUs than nodes."""
+    cpus = sorted(os.sched_getaffinity(0))
+    share = len(cpus) // nodes
+    if nodes < 2 or share == 0:
+        return None
+    return [",".join(str(c) for c in cpus[n * share:(n + 1) * share]) for n in range(nodes)]
+
+
+def run_system(system, nodes, per_node, bin_dir, sweep_args, json_path, bind=True):
     ranks = nodes * per_node
     label = f"{nodes}x{per_node}"
     args = sweep_args + ["--label", label, "--json", json_path]
     env = dict(os.environ)
+    shares = node_cpus(nodes) if bind else None
     if system == "baton":
-        run([f"{bin_dir}/baton-run", "--nodes", str(nodes), "--ranks-per-node", str(per_node), "--",
-             f"{bin_dir}/compare-baton"] + args)
+        run([f"{bin_dir}/baton-run", "--nodes", str(nodes), "--ranks-per-node", str(per_node)] +
+            ([] if bind else ["--no-bind"]) + ["--", f"{bin_dir}/compare-baton"] + args)
     elif system.startswith("openmpi"):
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", COMPARE_MPI_NAME=system)
         btl = "self,vader" if system == "openmpi-sm" else "self,tcp"
-        run(["mpirun", "--oversubscribe", "-np", str(ranks), "--mca", "pml", "ob1", "--mca", "btl", btl,
+        program = [f"{bin_dir}/compare-mpi"]
+        binding = []
+        if shares:
+            # Each rank puts itself on its node's CPUs (rank r is on node r / per_node).
+            cases = " ".join(f"{n}) c={c};;" for n, c in enumerate(shares))
+            program = ["sh", "-c", f'case $((OMPI_COMM_WORLD_RANK / {per_node})) in {cases} esac; '
+                       'exec taskset -c "$c" "$0" "$@"', f"{bin_dir}/compare-mpi"]
+            binding = ["--bind-to", "none"]
+        run(["mpirun", "--oversubscribe", "-np", str(ranks)] + binding +
+            ["--mca", "pml", "ob1", "--mca", "btl", btl,
              "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
-             "-x", "COMPARE_MPI_NAME", f"{bin_dir}/compare-mpi"] + args, env=env)
+             "-x", "COMPARE_MPI_NAME"] + program + args, env=env)
     elif system == "gloo":
         store = tempfile.mkdtemp(prefix="compare-gloo-")
         try:
             procs = []
             for r in range(ranks):
                 e = dict(env, COMPARE_RANK=str(r), COMPARE_SIZE=str(ranks), COMPARE_STORE=store)
-                procs.append(subprocess.Popen([f"{bin_dir}/compare-gloo"] + args, env=e,
+                taskset = ["taskset", "-c", shares[r // per_node]] if shares else []
+                procs.append(subprocess.Popen(taskset + [f"{bin_dir}/compare-gloo"] + args, env=e,
                                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
             outs = [p.communicate(timeout=1800)[0] for p in procs]
             for r, p in enumerate(procs):
@@ -273,6 +300,8 @@ def main():
     p.add_argument("-e", default="256M", help="largest size")
     p.add_argument("-f", default="2", help="size factor between rows (2 keeps 8 B and 64 MiB in the sweep)")
     p.add_argument("-n", default="200", help="timed runs for small sizes (fewer for large: see sweep.cc)")
+    p.add_argument("--no-bind", action="store_true",
+                   help="let simulated nodes' processes run on any CPU (default: each node on its own share)")
     args = p.parse_args()
 
     bin_dir = os.path.abspath(os.path.join(args.build, "bin"))
@@ -296,6 +325,8 @@ def main():
     baton_cc = os.environ.get("BATON_TCP_CONGESTION") or congestion
     print(f"# TCP congestion control: {congestion} (system default); Baton's data connections: {baton_cc}",
           flush=True)
+    print("# simulated nodes: " + ("every process on any CPU (--no-bind)" if args.no_bind else
+                                   "each on its own share of the CPUs (all systems)"), flush=True)
     idle = idle_daemon_cpu(bin_dir) if "baton" in wanted else None
     if idle is not None:
         print(f"# idle daemon with 4 connected clients: {idle:.2f}% of one core", flush=True)
@@ -305,7 +336,7 @@ def main():
             for system in (SYSTEMS_ONE_NODE if nodes == 1 else SYSTEMS_MULTI_NODE):
                 if system in wanted:
                     print(f"# rep {rep + 1}/{args.reps}: {system} {config}", flush=True)
-                    run_system(system, nodes, per_node, bin_dir, sweep, raw)
+                    run_system(system, nodes, per_node, bin_dir, sweep, raw, bind=not args.no_bind)
 
     rows = [json.loads(line) for line in open(raw)]
     wrong = sum(r["wrong"] for r in rows)

@@ -44,6 +44,10 @@ options:
   --daemon-arg ARG     extra argument for every batond (repeatable)
   --grace SECONDS      after a rank fails, how long the others get to exit
                        on their own before they are killed (default 30)
+  --no-bind            let every process run on any CPU. By default, with at
+                       least as many CPUs as nodes, each simulated node (its
+                       daemon and its ranks) runs on its own equal share of
+                       the CPUs, as a real node's processes run on its cores
   --netns              run each daemon in its own network namespace (own
                        address, links that can be cut); needs root
   --keep               keep the working directory (daemon logs) afterwards
@@ -131,6 +135,7 @@ int main(int argc, char** argv) {
   double grace = 30;
   bool keep = false;
   bool netns = false;
+  bool bind = true;
   std::string job = "baton-run-" + std::to_string(::getpid());
   std::string batond = SelfDir() + "/batond";
   std::vector<std::string> daemon_args;
@@ -166,6 +171,8 @@ int main(int argc, char** argv) {
       keep = true;
     } else if (a == "--netns") {
       netns = true;
+    } else if (a == "--no-bind") {
+      bind = false;
     } else {
       std::fprintf(stderr, "baton-run: unknown option '%s' (see --help)\n", a.c_str());
       return 2;
@@ -192,7 +199,18 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "baton-run: --netns: %s\n", st.message().c_str());
       return 1;
     }
-    for (int n = 0; n < nodes; ++n) launch.push_back({namespaces.ExecPrefix(n), namespaces.address(n)});
+    for (int n = 0; n < nodes; ++n) launch.push_back({namespaces.ExecPrefix(n), namespaces.address(n), {}});
+  }
+  // Why bind: simulated nodes sharing every CPU run each other's threads.
+  // Two nodes' communicator workers taking turns on one core while their
+  // ranks poll on the other make an 8 B AllReduce across them 1.6x slower,
+  // depending only on where the scheduler happened to put them
+  // (docs/benchmarks.md). A single node keeps every CPU.
+  const std::vector<std::vector<int>> node_cpus =
+      bind && nodes > 1 ? baton::launcher::SplitCpus(nodes) : std::vector<std::vector<int>>{};
+  if (!node_cpus.empty()) {
+    launch.resize(static_cast<size_t>(nodes));
+    for (int n = 0; n < nodes; ++n) launch[n].cpus = node_cpus[n];
   }
   baton::launcher::LocalCluster cluster(batond, nodes, daemon_args, launch);
   if (!cluster.status().ok()) {
@@ -247,7 +265,10 @@ int main(int argc, char** argv) {
       posix_spawn_file_actions_init(&fa);
       posix_spawn_file_actions_adddup2(&fa, out[1], 1);
       posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+      // The rank inherits this thread's CPUs: narrow them for the spawn.
+      if (!node_cpus.empty()) baton::launcher::BindThisThread(node_cpus[n]);
       int rc = posix_spawnp(&r.pid, argv[i], &fa, nullptr, argv + i, envp.data());
+      if (!node_cpus.empty()) baton::launcher::BindThisThread({});
       posix_spawn_file_actions_destroy(&fa);
       ::close(out[1]);
       ::close(err[1]);

@@ -17,6 +17,50 @@
 
 namespace baton::launcher {
 
+std::vector<std::vector<int>> SplitCpus(int nodes) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (nodes < 1 || ::sched_getaffinity(0, sizeof set, &set) != 0) return {};
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  const size_t share = cpus.size() / static_cast<size_t>(nodes);
+  if (share == 0) return {};
+  std::vector<std::vector<int>> shares(static_cast<size_t>(nodes));
+  for (size_t n = 0; n < shares.size(); ++n) {
+    shares[n].assign(cpus.begin() + static_cast<std::ptrdiff_t>(n * share),
+                     cpus.begin() + static_cast<std::ptrdiff_t>((n + 1) * share));
+  }
+  return shares;
+}
+
+namespace {
+cpu_set_t ProcessCpus() {
+  // The mask this process started with, kept before any thread narrows its own.
+  static const cpu_set_t all = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) != 0) CPU_SET(0, &set);
+    return set;
+  }();
+  return all;
+}
+}  // namespace
+
+bool BindThisThread(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  if (cpus.empty()) {
+    set = ProcessCpus();
+  } else {  // no static state on this path: a forked child takes it
+    CPU_ZERO(&set);
+    for (int c : cpus) {
+      if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+    }
+  }
+  return ::sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
 LocalCluster::LocalCluster(const std::string& batond, int nodes, std::vector<std::string> extra_args,
                            std::vector<NodeLaunch> launch)
     : batond_(batond), extra_args_(extra_args), launch_(std::move(launch)) {
@@ -72,6 +116,7 @@ Status LocalCluster::StartNode(int node, const std::vector<std::string>& extra_a
     const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (log_fd < 0 || null_fd < 0 || ::dup2(log_fd, 2) < 0 || ::dup2(null_fd, 1) < 0) ::_exit(127);
+    if (!how.cpus.empty() && !BindThisThread(how.cpus)) ::_exit(126);
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }

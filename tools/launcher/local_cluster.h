@@ -18,7 +18,18 @@ namespace baton::launcher {
 struct NodeLaunch {
   std::vector<std::string> prefix;
   std::string host = "127.0.0.1";
+  std::vector<int> cpus;  // the daemon runs on these CPUs only (empty: any)
 };
+
+// This process's CPUs cut into `nodes` equal, disjoint shares, so that each
+// simulated node owns its cores as a real node does (see baton-run --bind).
+// Empty when there are fewer CPUs than nodes.
+std::vector<std::vector<int>> SplitCpus(int nodes);
+
+// Makes the calling thread (and what it starts from now on) run on `cpus`
+// only; empty `cpus` allows every CPU this process may use. Returns false
+// if the kernel refused.
+bool BindThisThread(const std::vector<int>& cpus);
 
 class LocalCluster {
  public:
