@@ -8,7 +8,10 @@
 // the factor that makes busbw comparable to the link speed (2(n-1)/n for
 // allreduce, (n-1)/n for allgather/reducescatter/alltoall/gather/scatter,
 // 1 for broadcast/reduce/sendrecv). #wrong counts elements that differ
-// from the exactly predictable reference (collectives/reference.h).
+// from the exactly predictable reference (collectives/reference.h). With
+// -p 1, two more columns give the median and 99th percentile of single
+// calls' times (the slowest rank's), for latency spread the mean hides.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +41,7 @@ options:
   -f FACTOR   size multiplier between rows             default 2
   -n ITERS    timed iterations per size                default 20
   -w WARMUP   untimed iterations per size              default 5
+  -p 1        also print p50 and p99 of single calls   default 0
   -c CHECK    1: check results against the reference   default 1
   -d DTYPE    int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32 float64 (default float32)
   -o OP       sum prod min max avg                     default sum
@@ -57,6 +61,8 @@ struct Row {
   double algbw;
   double busbw;
   uint64_t wrong;
+  double p50_us;  // with -p 1
+  double p99_us;
 };
 
 }  // namespace
@@ -77,7 +83,7 @@ int main(int argc, char** argv) {
   const Collective coll = sendrecv ? Collective::kSend : *parsed;
   uint64_t min_bytes = 8, max_bytes = 64ull << 20;
   double factor = 2;
-  int iters = 20, warmup = 5, check = 1, root = 0;
+  int iters = 20, warmup = 5, check = 1, root = 0, percentiles = 0;
   DataType dtype = DataType::kFloat32;
   RedOp op = RedOp::kSum;
   std::string json;
@@ -95,6 +101,7 @@ int main(int argc, char** argv) {
     else if (a == "-n") ok = (iters = std::atoi(v.c_str())) > 0;
     else if (a == "-w") ok = (warmup = std::atoi(v.c_str())) >= 0;
     else if (a == "-c") check = std::atoi(v.c_str());
+    else if (a == "-p") percentiles = std::atoi(v.c_str());
     else if (a == "-r") root = std::atoi(v.c_str());
     else if (a == "-d") { auto t = baton::ParseDataType(v); ok = t.has_value(); if (ok) dtype = *t; }
     else if (a == "-o") { auto o = baton::ParseRedOp(v); ok = o.has_value(); if (ok) op = *o; }
@@ -190,10 +197,10 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf("# baton-bench %s: %d ranks, dtype %s, op %s, %d iterations (+%d warmup)\n", coll_name.c_str(), world,
                 baton::DataTypeName(dtype), baton::RedOpName(op), iters, warmup);
-    std::printf("#%13s %13s %9s %7s %6s %11s %9s %9s %7s\n", "size", "count", "type", "redop", "root", "time",
-                "algbw", "busbw", "#wrong");
-    std::printf("#%13s %13s %9s %7s %6s %11s %9s %9s %7s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
-                "(GB/s)", "");
+    std::printf("#%13s %13s %9s %7s %6s %11s %9s %9s %7s%s\n", "size", "count", "type", "redop", "root", "time",
+                "algbw", "busbw", "#wrong", percentiles ? "       p50       p99" : "");
+    std::printf("#%13s %13s %9s %7s %6s %11s %9s %9s %7s%s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
+                "(GB/s)", "", percentiles ? "      (us)      (us)" : "");
   }
   std::vector<Row> rows;
   double bus_sum = 0;
@@ -208,11 +215,26 @@ int main(int argc, char** argv) {
       if (run_once(count) != baton_success) Die(coll_name.c_str(), comm);
     }
     baton_barrier(comm, nullptr);
+    std::vector<double> call_us(percentiles ? static_cast<size_t>(iters) : 0);
     const auto t0 = std::chrono::steady_clock::now();
+    auto last = t0;
     for (int it = 0; it < iters; ++it) {
       if (run_once(count) != baton_success) Die(coll_name.c_str(), comm);
+      if (percentiles) {
+        const auto now = std::chrono::steady_clock::now();
+        call_us[it] = std::chrono::duration<double, std::micro>(now - last).count();
+        last = now;
+      }
     }
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+    double pct[2] = {0, 0};  // p50, p99 of this rank's calls, then the slowest rank's
+    if (percentiles) {
+      std::sort(call_us.begin(), call_us.end());
+      const double mine[2] = {call_us[call_us.size() / 2], call_us[call_us.size() * 99 / 100]};
+      if (baton_allreduce(mine, pct, 2, baton_float64, baton_max, comm, nullptr) != baton_success) {
+        Die("allreduce of percentiles", comm);
+      }
+    }
     // Report the slowest rank's time, and the total of wrong elements.
     double slowest = 0;
     if (baton_allreduce(&us, &slowest, 1, baton_float64, baton_max, comm, nullptr) != baton_success) {
@@ -226,12 +248,14 @@ int main(int argc, char** argv) {
     const double algbw = slowest > 0 ? static_cast<double>(size) / (slowest * 1e3) : 0;  // GB/s
     const double busbw = algbw * bus_factor;
     bus_sum += busbw;
-    rows.push_back({size, count, slowest, algbw, busbw, total_wrong});
+    rows.push_back({size, count, slowest, algbw, busbw, total_wrong, pct[0], pct[1]});
     if (rank == 0) {
-      std::printf(" %13llu %13llu %9s %7s %6d %11.2f %9.3f %9.3f %7llu\n", static_cast<unsigned long long>(size),
+      char extra[32] = "";
+      if (percentiles) std::snprintf(extra, sizeof extra, " %9.2f %9.2f", pct[0], pct[1]);
+      std::printf(" %13llu %13llu %9s %7s %6d %11.2f %9.3f %9.3f %7llu%s\n", static_cast<unsigned long long>(size),
                   static_cast<unsigned long long>(count), baton::DataTypeName(dtype),
                   baton::IsReduction(coll) ? baton::RedOpName(op) : "none", baton::HasRoot(coll) ? root : -1,
-                  slowest, algbw, busbw, static_cast<unsigned long long>(total_wrong));
+                  slowest, algbw, busbw, static_cast<unsigned long long>(total_wrong), extra);
       std::fflush(stdout);
     }
   }
@@ -251,9 +275,11 @@ int main(int argc, char** argv) {
                    coll_name.c_str(), world, baton::DataTypeName(dtype), baton::RedOpName(op));
       for (size_t k = 0; k < rows.size(); ++k) {
         std::fprintf(f, "%s\n  {\"size\": %llu, \"count\": %llu, \"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, "
-                     "\"wrong\": %llu}", k ? "," : "", static_cast<unsigned long long>(rows[k].size),
+                     "\"wrong\": %llu", k ? "," : "", static_cast<unsigned long long>(rows[k].size),
                      static_cast<unsigned long long>(rows[k].count), rows[k].time_us, rows[k].algbw, rows[k].busbw,
                      static_cast<unsigned long long>(rows[k].wrong));
+        if (percentiles) std::fprintf(f, ", \"p50_us\": %.3f, \"p99_us\": %.3f", rows[k].p50_us, rows[k].p99_us);
+        std::fprintf(f, "}");
       }
       std::fprintf(f, "\n]}\n");
       std::fclose(f);
