@@ -97,11 +97,10 @@ void ReleaseRequest(baton_request* req) {
 }
 
 // How long a wait for an operation of `bytes` (per rank) polls before it
-// sleeps on the futex. Small operations finish in microseconds, and on a
-// node with fewer cores than busy threads one now and then takes 30-60 us:
-// a client that slept by then pays a wake-up of as much again (8 B
-// AllReduce on two simulated nodes: p90 67 us with a 30 us spin, 15-22 us
-// with 200 us). Larger operations take hundreds of microseconds, and a
+// sleeps on the futex. Small operations finish in microseconds, but on a
+// node with fewer cores than busy threads one now and then takes 30-60 us,
+// and a client that slept by then pays a wake-up of as much again: 200 us
+// covers those. Larger operations take hundreds of microseconds, and a
 // client polling all that time takes CPU from the daemon threads that copy
 // its data, so it sleeps almost at once (docs/benchmarks.md).
 std::chrono::microseconds WaitSpinFor(uint64_t bytes) {
