@@ -68,6 +68,7 @@ grpc::Status AdminService::ListCommunicators(grpc::ServerContext*, const baton::
     c->set_last_completed_seq(snap.last_completed_seq);
     c->set_ops_completed(snap.ops_completed);
     c->set_bytes_completed(snap.bytes_completed);
+    c->set_fast_path_ops(snap.fast_path_ops);
     c->set_timeout_seconds(static_cast<double>(spec.timeout.count()) / 1000.0);
   }
   return grpc::Status::OK;

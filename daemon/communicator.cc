@@ -348,6 +348,7 @@ CommSnapshot Communicator::Snapshot() const {
   s.last_completed_seq = last_completed_seq_;
   s.ops_completed = ops_completed_;
   s.bytes_completed = bytes_completed_;
+  if (fast_path_) s.fast_path_ops = fast_path_->OpsEveryRankReached();
   s.local_ranks = local_ranks_;
   return s;
 }

@@ -84,6 +84,7 @@ struct CommSnapshot {
   uint64_t last_completed_seq = 0;
   uint64_t ops_completed = 0;
   uint64_t bytes_completed = 0;
+  uint64_t fast_path_ops = 0;  // run among the ranks, not through this daemon
   std::vector<int> local_ranks;
 };
 

@@ -33,6 +33,15 @@ Status FastPathRegion::Create(int nranks, uint64_t slot_bytes, std::chrono::mill
   return Status::Ok();
 }
 
+uint32_t FastPathRegion::OpsEveryRankReached() const {
+  uint32_t oldest = 0;
+  for (int r = 0; r < nranks_; ++r) {
+    const uint32_t at = view_.slot(r).arrived.load(std::memory_order_acquire);
+    if (r == 0 || static_cast<int32_t>(at - oldest) < 0) oldest = at;
+  }
+  return oldest;
+}
+
 std::optional<FastPathRegion::Pending> FastPathRegion::Waiting() const {
   // Ranks are at most one op apart: the newest op some rank published is
   // waiting for the ranks still at the one before. Everything read here

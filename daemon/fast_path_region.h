@@ -40,6 +40,10 @@ class FastPathRegion {
   };
   std::optional<Pending> Waiting() const;
 
+  // How many fast-path operations every rank has reached (published its
+  // input for), as the ranks wrote it: a figure to show, never trusted.
+  uint32_t OpsEveryRankReached() const;
+
   // Records the first failure and wakes every rank waiting in the region.
   // Not thread-safe: the communicator calls it under its lock.
   void Fail(const Status& reason);

@@ -167,6 +167,37 @@ TEST(ControlPlane, StragglerOnTheFastPathIsReported) {
   for (int r = 0; r < 3; ++r) EXPECT_EQ(sums[r], 3) << "rank " << r;
 }
 
+// Small collectives on a one-node communicator never reach batond's worker,
+// so `ops_completed` does not see them; `batonctl comms` reports them from
+// the shared region. Five small AllReduces and a Barrier on the fast path,
+// one large AllReduce through batond.
+TEST(ControlPlane, CommsCountsFastPathOperationsApartFromDaemonOnes) {
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok());
+  std::atomic<int> ready{0};
+  std::atomic<bool> listed{false};
+  std::string json;
+  std::thread operator_thread([&] {
+    while (ready < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    json = Batonctl("--address " + cluster->rendezvous() + " --json comms");
+    listed = true;
+  });
+  std::vector<float> big_in(1 << 16, 1.0f);  // 256 KiB: above the fast path's 16 KiB
+  std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("fastcount"), [&](int rank, baton_comm_t comm) {
+    std::vector<float> big_out(big_in.size());
+    int32_t v = rank, sum = 0;
+    for (int i = 0; i < 5; ++i) baton_allreduce(&v, &sum, 1, baton_int32, baton_sum, comm, nullptr);
+    baton_allreduce(big_in.data(), big_out.data(), big_in.size(), baton_float32, baton_sum, comm, nullptr);
+    baton_barrier(comm, nullptr);
+    ++ready;
+    while (!listed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  });
+  operator_thread.join();
+  ASSERT_EQ(err, "");
+  EXPECT_NE(json.find("\"fastPathOps\": \"6\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"opsCompleted\": \"1\""), std::string::npos) << json;
+}
+
 TEST(ControlPlane, TimeoutDiagnosisReachesRanksOnEveryNode) {
   auto cluster = StartCluster(2);
   ASSERT_TRUE(cluster->status().ok());

@@ -201,8 +201,8 @@ int main_impl(int argc, char** argv) {
       PrintJson(resp);
       return 0;
     }
-    std::printf("%-18s %-16s %-12s %5s %-10s %-9s %10s %s\n", "UID", "JOB", "NAME", "SIZE", "STATE", "LOCAL", "LAST OP",
-                "NODES");
+    std::printf("%-18s %-16s %-12s %5s %-10s %-9s %10s %10s %s\n", "UID", "JOB", "NAME", "SIZE", "STATE", "LOCAL",
+                "LAST OP", "FAST OPS", "NODES");
     for (const auto& c : resp.communicators()) {
       std::string nodes;
       std::string prev;
@@ -212,9 +212,10 @@ int main_impl(int argc, char** argv) {
       }
       char uid[24];
       std::snprintf(uid, sizeof uid, "%016llx", static_cast<unsigned long long>(c.uid()));
-      std::printf("%-18s %-16s %-12s %5u %-10s %-9s %10llu %s\n", uid, c.job_id().c_str(), c.name().c_str(), c.size(),
-                  c.state().c_str(), Join(c.local_ranks()).c_str(),
-                  static_cast<unsigned long long>(c.last_completed_seq()), nodes.c_str());
+      std::printf("%-18s %-16s %-12s %5u %-10s %-9s %10llu %10llu %s\n", uid, c.job_id().c_str(), c.name().c_str(),
+                  c.size(), c.state().c_str(), Join(c.local_ranks()).c_str(),
+                  static_cast<unsigned long long>(c.last_completed_seq()),
+                  static_cast<unsigned long long>(c.fast_path_ops()), nodes.c_str());
       if (!c.error().empty()) std::printf("    error: %s\n", c.error().c_str());
     }
     return 0;
