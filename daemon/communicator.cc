@@ -609,7 +609,6 @@ void Communicator::Worker() {
     StopPollingSources();
     const auto started = std::chrono::steady_clock::now();
     Status result = RunCollective(ops, seq);
-
     if (services_.metrics != nullptr) {
       services_.metrics->RecordOp(ops[0].sig.collective, record.bytes, std::chrono::steady_clock::now() - started,
                                   result.ok());
