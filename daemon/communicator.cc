@@ -308,9 +308,11 @@ std::string Communicator::Trace(bool chrome) const {
 FlightRecord Communicator::StartRecordLocked(uint64_t seq, const PendingOp& p) const {
   FlightRecord r;
   r.seq = seq;
+  bool named = false;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     if (!p.ops[i]) continue;
-    if (r.op.empty()) r.op = p.ops[i]->sig.collective == Collective::kSplit ? "split()" : p.ops[i]->sig.ToString();
+    if (!named) r.sig = p.ops[i]->sig;
+    named = true;
     r.bytes += p.ops[i]->bufs.send_bytes;
     r.arrivals.push_back({local_ranks_[i], p.arrival_us[i]});
   }
@@ -360,7 +362,7 @@ std::vector<InflightSnapshot> Communicator::Inflight() const {
   if (running_seq_ != 0) {
     InflightSnapshot r;
     r.seq = running_seq_;
-    r.op = running_op_;
+    r.op = running_sig_.collective == Collective::kSplit ? "comm split" : running_sig_.ToString();
     r.waiting_seconds = std::chrono::duration<double>(now - running_since_).count();
     r.running = true;
     r.arrived = local_ranks_;
@@ -598,7 +600,7 @@ void Communicator::Worker() {
       for (size_t i = 0; i < ops.size(); ++i) sources_[i] = ops[i].source;
       pending_.erase(pending_.begin());
       running_seq_ = seq;
-      running_op_ = ops[0].sig.collective == Collective::kSplit ? "comm split" : ops[0].sig.ToString();
+      running_sig_ = ops[0].sig;  // formatted only if someone asks (Inflight)
       running_since_ = std::chrono::steady_clock::now();
       running_arrivals_.clear();
       for (const auto& [rank, us] : record.arrivals) running_arrivals_.push_back(us);
@@ -778,8 +780,19 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
       }
     }
     plan.algorithm = ResolveAlgorithm(plan);
-    Schedule schedule;
-    st = BuildSchedule(plan, &schedule);
+    // Training repeats the same few collectives: the schedule of the last
+    // one is kept (it names buffers by rank and offset, not by address).
+    if (!schedule_cached_ || !(cached_plan_.sig == plan.sig) || cached_plan_.algorithm != plan.algorithm ||
+        cached_plan_.in_place_ranks != plan.in_place_ranks) {
+      schedule_cached_ = false;
+      cached_schedule_ = Schedule{};
+      st = BuildSchedule(plan, &cached_schedule_);
+      if (st.ok()) {
+        cached_plan_ = plan;
+        schedule_cached_ = true;
+      }
+    }
+    const Schedule& schedule = cached_schedule_;
     BATON_LOG(spdlog::level::trace, Subsys::kTuning, "{} op #{} on {}: {} over {} node(s), {} phases",
               sig.ToString(), seq, Describe(), AlgorithmName(plan.algorithm), spec_.layout.num_nodes(),
               schedule.phases.size());

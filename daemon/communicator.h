@@ -213,13 +213,17 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::unique_ptr<Mesh> mesh_;  // set under mu_ once; then used by the worker thread (and Interrupt)
   LinkParams link_;             // worker thread only, like the cache below
   std::map<std::pair<Collective, uint64_t>, Algorithm> algorithm_cache_;
+  // The last operation's plan and schedule (worker thread only).
+  PlanInput cached_plan_;
+  Schedule cached_schedule_;
+  bool schedule_cached_ = false;
 
   // Statistics and the operation being exchanged (guarded by mu_).
   uint64_t last_completed_seq_ = 0;
   uint64_t ops_completed_ = 0;
   uint64_t bytes_completed_ = 0;
   uint64_t running_seq_ = 0;  // 0: none
-  std::string running_op_;
+  OpSignature running_sig_;
   std::vector<int64_t> running_arrivals_;  // per local rank
   std::chrono::steady_clock::time_point running_since_;
   std::chrono::steady_clock::time_point next_straggler_warning_;

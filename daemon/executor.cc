@@ -1,7 +1,6 @@
 #include "daemon/executor.h"
 
 #include <cstring>
-#include <map>
 
 #include "collectives/local_steps.h"
 #include "collectives/reduce.h"
@@ -56,10 +55,18 @@ Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
   const ReduceFn reduce = [&sig, esize](uint8_t* dst, const uint8_t* src, uint64_t bytes) {
     ReduceInto(sig.dtype, sig.redop, dst, src, bytes / esize);
   };
-  std::map<int, uint32_t> sent;      // messages sent to each peer so far
-  std::map<int, uint32_t> received;  // messages received from each peer so far
-  std::vector<NetOp> net;
-  std::vector<LocalStep> local;
+  // Reused from call to call on this thread: a small collective should not
+  // cost allocations here.
+  thread_local std::vector<uint32_t> sent;      // messages sent to each peer node so far
+  thread_local std::vector<uint32_t> received;  // messages received from each peer node so far
+  thread_local std::vector<NetOp> net;
+  thread_local std::vector<LocalStep> local;
+  sent.clear();
+  received.clear();
+  auto next = [](std::vector<uint32_t>& count, int peer) -> uint32_t {
+    if (static_cast<size_t>(peer) >= count.size()) count.resize(static_cast<size_t>(peer) + 1, 0);
+    return count[peer]++;
+  };
   for (const Phase& phase : schedule.phases) {
     net.clear();
     local.clear();
@@ -80,7 +87,8 @@ Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
           break;
         case StepKind::kSend:
           BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
-          net.push_back({NetOp::kSend, s.peer, src, s.src.bytes, sent[s.peer]++});
+          if (s.peer < 0) return Status::Internal("schedule sends to a negative node");
+          net.push_back({NetOp::kSend, s.peer, src, s.src.bytes, next(sent, s.peer)});
           break;
         case StepKind::kRecv:
         case StepKind::kRecvReduce:
@@ -89,8 +97,9 @@ Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
             if (s.src.bytes != s.dst.bytes) return Status::Internal("recv-reduce with regions of different sizes");
             BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
           }
+          if (s.peer < 0) return Status::Internal("schedule receives from a negative node");
           net.push_back({s.kind == StepKind::kRecv ? NetOp::kRecv : NetOp::kRecvReduce, s.peer, dst, s.dst.bytes,
-                         received[s.peer]++, src});
+                         next(received, s.peer), src});
           break;
       }
     }

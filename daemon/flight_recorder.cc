@@ -9,6 +9,8 @@ int64_t FlightRecorder::NowMicros() {
       .count();
 }
 
+std::string FlightRecord::Op() const { return sig.collective == Collective::kSplit ? "split()" : sig.ToString(); }
+
 void FlightRecorder::Record(FlightRecord r) {
   std::lock_guard<std::mutex> lock(mu_);
   if (capacity_ == 0) return;
@@ -50,7 +52,7 @@ std::string FlightRecorder::ToJson() const {
   for (const auto& r : records_) {
     out += first ? "\n" : ",\n";
     first = false;
-    out += "  {\"seq\": " + std::to_string(r.seq) + ", \"op\": \"" + JsonEscape(r.op) +
+    out += "  {\"seq\": " + std::to_string(r.seq) + ", \"op\": \"" + JsonEscape(r.Op()) +
            "\", \"bytes\": " + std::to_string(r.bytes) + ", \"arrivals\": [";
     for (size_t i = 0; i < r.arrivals.size(); ++i) {
       out += (i ? ", " : "") + std::string("{\"rank\": ") + std::to_string(r.arrivals[i].first) +
@@ -70,8 +72,9 @@ std::string FlightRecorder::ToChromeTrace(const std::string& node_name, int node
   out += "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " + pid + ", \"args\": {\"name\": \"" +
          JsonEscape(node_name + " " + comm) + "\"}}";
   for (const auto& r : records_) {
-    const std::string name = JsonEscape(r.op.substr(0, r.op.find('(')) + " #" + std::to_string(r.seq));
-    const std::string args = "{\"op\": \"" + JsonEscape(r.op) + "\", \"seq\": " + std::to_string(r.seq) +
+    const std::string op = r.Op();
+    const std::string name = JsonEscape(op.substr(0, op.find('(')) + " #" + std::to_string(r.seq));
+    const std::string args = "{\"op\": \"" + JsonEscape(r.Op()) + "\", \"seq\": " + std::to_string(r.seq) +
                              ", \"bytes\": " + std::to_string(r.bytes) + ", \"result\": \"" + JsonEscape(r.result) +
                              "\"}";
     for (const auto& [rank, us] : r.arrivals) {

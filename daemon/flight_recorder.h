@@ -12,16 +12,23 @@
 #include <string>
 #include <vector>
 
+#include "common/types.h"
+
 namespace baton {
 
 struct FlightRecord {
   uint64_t seq = 0;
-  std::string op;        // signature, e.g. allreduce(count=4, dtype=float32, op=sum)
+  // What ran. Kept as the signature and formatted only when the record is
+  // shown: recording happens for every operation, showing rarely.
+  OpSignature sig;
   uint64_t bytes = 0;    // bytes this node's ranks contributed
   std::vector<std::pair<int, int64_t>> arrivals;  // (rank, submit time in us since the epoch)
   int64_t start_us = 0;  // all local ranks arrived; exchange began
   int64_t end_us = 0;
   std::string result;    // "ok" or the error
+
+  // e.g. "allreduce(count=4, dtype=float32, op=sum)", or "split()".
+  std::string Op() const;
 };
 
 class FlightRecorder {

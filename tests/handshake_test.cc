@@ -1,4 +1,5 @@
-// The job-secret handshake between daemons, over a socketpair.
+// The job-secret handshake between daemons, over a socketpair, and the
+// data-message header check.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -6,6 +7,7 @@
 #include <thread>
 
 #include "transports/tcp/handshake.h"
+#include "transports/tcp/wire.h"
 
 namespace baton::tcp {
 namespace {
@@ -66,6 +68,48 @@ TEST(Handshake, SilentPeerTimesOut) {
   EXPECT_EQ(st.code(), Code::kTimeout);
   ::close(sv[0]);
   ::close(sv[1]);
+}
+
+}  // namespace
+}  // namespace baton::tcp
+
+// The data-message header: the per-message check (HeaderMatches) accepts
+// exactly what CheckHeader accepts, field by field.
+namespace baton::tcp {
+namespace {
+
+TEST(DataHeader, FastCheckAgreesWithTheExplainingCheckForEveryField) {
+  MessageStamp want;
+  want.comm_uid = 0xfeed;
+  want.seq = 7;
+  want.sig = {Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 3};
+  const DataHeader good = MakeHeader(want, 2, 12);
+  EXPECT_TRUE(HeaderMatches(good, want, 2, 12));
+  EXPECT_TRUE(CheckHeader(good, want, 2, 12, "node n1").ok());
+  std::vector<std::pair<const char*, DataHeader>> bad;
+  auto with = [&](const char* what, auto change) {
+    DataHeader h = good;
+    change(h);
+    bad.push_back({what, h});
+  };
+  with("magic", [](DataHeader& h) { h.magic ^= 1; });
+  with("comm", [](DataHeader& h) { h.comm_uid ^= 1; });
+  with("seq", [](DataHeader& h) { h.seq += 1; });
+  with("index", [](DataHeader& h) { h.index += 1; });
+  with("bytes", [](DataHeader& h) { h.bytes += 4; });
+  with("count", [](DataHeader& h) { h.count += 1; });
+  with("collective", [](DataHeader& h) { h.collective = static_cast<uint32_t>(Collective::kBroadcast); });
+  with("dtype", [](DataHeader& h) { h.dtype = static_cast<uint32_t>(DataType::kInt32); });
+  with("redop", [](DataHeader& h) { h.redop = static_cast<uint32_t>(RedOp::kMax); });
+  with("root", [](DataHeader& h) { h.root = 0; });
+  for (const auto& [what, h] : bad) {
+    EXPECT_FALSE(HeaderMatches(h, want, 2, 12)) << what;
+    EXPECT_FALSE(CheckHeader(h, want, 2, 12, "node n1").ok()) << what;
+  }
+  const Status mismatch = CheckHeader(bad[5].second, want, 2, 12, "node n1");
+  EXPECT_EQ(mismatch.code(), Code::kMismatch);
+  EXPECT_NE(mismatch.message().find("ranks on node n1 called allreduce(count=4"), std::string::npos)
+      << mismatch.message();
 }
 
 }  // namespace

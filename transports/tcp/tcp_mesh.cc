@@ -61,6 +61,12 @@ struct TcpMesh::Run {
     return Status::Remote(std::string(what) + " " + mesh->DescribePeer(node) + ": " + ec.message());
   }
 
+  // Why the header just read on `lane` is not the one `op` expects.
+  Status HeaderError(size_t lane, const NetOp* op) const {
+    Status st = CheckHeader(work[lane].in_header, stamp, op->index, op->bytes, mesh->DescribePeer(NodeOf(lane)));
+    return st.ok() ? Status::Internal("unexpected message header from " + mesh->DescribePeer(NodeOf(lane))) : st;
+  }
+
   void SendNext(size_t lane) {
     LaneWork& w = work[lane];
     if (!error.ok() || w.next_send == w.sends.size()) return;
@@ -85,9 +91,9 @@ struct TcpMesh::Run {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
                        LaneWork& lw = work[lane];
                        const NetOp* op = lw.recvs[lw.next_recv];
-                       Status st = CheckHeader(lw.in_header, stamp, op->index, op->bytes,
-                                               mesh->DescribePeer(NodeOf(lane)));
-                       if (!st.ok()) return Fail(st);
+                       if (!HeaderMatches(lw.in_header, stamp, op->index, op->bytes)) {
+                         return Fail(HeaderError(lane, op));
+                       }
                        if (op->kind == NetOp::kRecv) {
                          RecvBody(lane, op);
                        } else {
@@ -115,9 +121,9 @@ struct TcpMesh::Run {
                        LaneWork& lw = work[lane];
                        auto& b = mesh->lanes_[lane].inline_message;
                        std::memcpy(&lw.in_header, b.data(), sizeof lw.in_header);
-                       Status st = CheckHeader(lw.in_header, stamp, op->index, op->bytes,
-                                               mesh->DescribePeer(NodeOf(lane)));
-                       if (!st.ok()) return Fail(st);
+                       if (!HeaderMatches(lw.in_header, stamp, op->index, op->bytes)) {
+                         return Fail(HeaderError(lane, op));
+                       }
                        if (got == want) return DeliverInline(lane, op);
                        asio::async_read(Socket(lane), asio::buffer(b.data() + got, want - got),
                                         [this, lane, op](const boost::system::error_code& ec2, size_t) {

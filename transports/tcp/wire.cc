@@ -24,6 +24,14 @@ DataHeader MakeHeader(const MessageStamp& stamp, uint32_t index, uint64_t bytes)
   return h;
 }
 
+bool HeaderMatches(const DataHeader& got, const MessageStamp& want, uint32_t want_index, uint64_t want_bytes) {
+  return got.magic == kDataMagic && got.comm_uid == want.comm_uid && got.seq == want.seq &&
+         got.index == want_index && got.bytes == want_bytes &&
+         got.collective == static_cast<uint32_t>(want.sig.collective) &&
+         got.dtype == static_cast<uint32_t>(want.sig.dtype) && got.redop == static_cast<uint32_t>(want.sig.redop) &&
+         got.root == want.sig.root && got.count == want.sig.count;
+}
+
 Status CheckHeader(const DataHeader& got, const MessageStamp& want, uint32_t want_index, uint64_t want_bytes,
                    const std::string& peer_desc) {
   if (got.magic != kDataMagic || got.comm_uid != want.comm_uid) {

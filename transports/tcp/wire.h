@@ -54,6 +54,10 @@ bool IsValidHello(const Hello& h);
 
 DataHeader MakeHeader(const MessageStamp& stamp, uint32_t index, uint64_t bytes);
 
+// True if `got` is exactly the header expected: the per-message check,
+// which builds no strings. CheckHeader says what is wrong when it is false.
+bool HeaderMatches(const DataHeader& got, const MessageStamp& want, uint32_t want_index, uint64_t want_bytes);
+
 // Checks an incoming header against what this node expects. A different
 // signature or sequence number is a kMismatch naming both sides.
 Status CheckHeader(const DataHeader& got, const MessageStamp& want, uint32_t want_index, uint64_t want_bytes,
