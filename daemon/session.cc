@@ -511,7 +511,7 @@ void Session::WaitDoorbell() {
                                self->WaitDoorbell();
                                if (!self->polling_ && self->worker_pollers_.load() == 0) {
                                  self->polling_ = true;
-                                 self->ring_view_.control->daemon_polling.fetch_add(1, std::memory_order_seq_cst);
+                                 self->ClaimPolling();
                                  self->PollRing(std::chrono::steady_clock::now() +
                                                 self->env_.services.progress_spin);
                                }
@@ -529,7 +529,7 @@ void Session::WaitDoorbell() {
 // only take turns on the cores.
 void Session::PollRing(std::chrono::steady_clock::time_point until) {
   const auto now = std::chrono::steady_clock::now();
-  if (!closed_ && ring_view_.control->tail.load(std::memory_order_acquire) != ring_head_.load()) {
+  if (!closed_ && RingHasNews()) {
     DrainRing();
     until = now + env_.services.progress_spin;
   }
@@ -540,26 +540,34 @@ void Session::PollRing(std::chrono::steady_clock::time_point until) {
 
 void Session::StopPollingRing() {
   polling_ = false;
+  ReleasePolling();
+}
+
+bool Session::RingHasNews() const {
+  return ring_view_.control->tail.load(std::memory_order_seq_cst) != ring_head_.load(std::memory_order_relaxed);
+}
+
+void Session::ClaimPolling() { ring_view_.control->daemon_polling.fetch_add(1, std::memory_order_seq_cst); }
+
+void Session::ReleasePolling() {
   ring_view_.control->daemon_polling.fetch_sub(1, std::memory_order_seq_cst);
   // The client may have skipped the doorbell for a descriptor it added
   // while we were polling (ipc_protocol.h): look once more.
-  if (!closed_ && ring_view_.control->tail.load(std::memory_order_seq_cst) != ring_head_.load()) DrainRing();
+  if (!closed_ && RingHasNews()) DrainRing();
 }
 
 void Session::StartPolling() {
   worker_pollers_.fetch_add(1);
-  ring_view_.control->daemon_polling.fetch_add(1, std::memory_order_seq_cst);
+  ClaimPolling();
 }
 
 void Session::PollSubmissions() {
-  if (ring_view_.control->tail.load(std::memory_order_acquire) == ring_head_.load(std::memory_order_relaxed)) return;
-  DrainRing();
+  if (RingHasNews()) DrainRing();
 }
 
 void Session::StopPolling() {
-  ring_view_.control->daemon_polling.fetch_sub(1, std::memory_order_seq_cst);
   worker_pollers_.fetch_sub(1);
-  if (ring_view_.control->tail.load(std::memory_order_seq_cst) != ring_head_.load()) DrainRing();
+  ReleasePolling();
 }
 
 void Session::DrainRing() {

@@ -88,6 +88,13 @@ class Session : public std::enable_shared_from_this<Session>, public SubmissionS
   // stops early when a communicator's worker polls it (StartPolling).
   void PollRing(std::chrono::steady_clock::time_point until);
   void StopPollingRing();  // I/O thread
+  // The client added descriptors batond has not taken yet.
+  bool RingHasNews() const;
+  // Counts one more batond thread polling the ring in the client-visible
+  // daemon_polling (the client then skips the doorbell); ReleasePolling
+  // counts it down and takes what came meanwhile. Any thread.
+  void ClaimPolling();
+  void ReleasePolling();
   Status Validate(const ipc::Descriptor& d, LocalOp* op, Membership* membership);
   // A buffer in one of the client's shared-memory segments (*ptr, *hold)
   // or in one of its registered GPU allocations (*device).

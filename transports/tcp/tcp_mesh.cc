@@ -139,11 +139,18 @@ struct TcpMesh::Run {
       if (op->kind == NetOp::kRecv) {
         std::memcpy(op->data, body, op->bytes);
       } else {
-        if (op->operand != nullptr && op->operand != op->data) std::memcpy(op->data, op->operand, op->bytes);
-        reduce(op->data, body, op->bytes);
+        Fold(op, 0, body, op->bytes);
       }
     }
     RecvDone(lane);
+  }
+
+  // Reduces `n` received bytes into op's destination at `offset`. A fold
+  // from an operand first brings that chunk of it into place, while both
+  // are in cache.
+  void Fold(const NetOp* op, uint64_t offset, const uint8_t* received, uint64_t n) {
+    if (op->operand != nullptr && op->operand != op->data) std::memcpy(op->data + offset, op->operand + offset, n);
+    reduce(op->data + offset, received, n);
   }
 
   void RecvBody(size_t lane, const NetOp* op) {
@@ -162,12 +169,7 @@ struct TcpMesh::Run {
     asio::async_read(Socket(lane), asio::buffer(staging.data(), n),
                      [this, lane, op, offset, n](const boost::system::error_code& ec, size_t) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
-                       // A fold from an operand: bring this chunk of it
-                       // into place first, while both are in cache.
-                       if (op->operand != nullptr && op->operand != op->data) {
-                         std::memcpy(op->data + offset, op->operand + offset, n);
-                       }
-                       reduce(op->data + offset, mesh->lanes_[lane].staging.data(), n);
+                       Fold(op, offset, mesh->lanes_[lane].staging.data(), n);
                        RecvReduceChunk(lane, op, offset + n);
                      });
   }
