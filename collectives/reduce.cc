@@ -32,39 +32,53 @@ T WrapMul(T a, T b) {
   }
 }
 
+// dst[i] = f(a[i], b[i]). Two loops so that each can promise the compiler
+// no aliasing (and vectorise): in place (dst is a), or three separate arrays.
+template <typename T, typename F>
+void Elementwise(T* dst, const T* a, const T* b, size_t n, F f) {
+  if (dst == a) {
+    T* __restrict d = dst;
+    const T* __restrict y = b;
+    for (size_t i = 0; i < n; ++i) d[i] = f(d[i], y[i]);
+  } else {
+    T* __restrict d = dst;
+    const T* __restrict x = a;
+    const T* __restrict y = b;
+    for (size_t i = 0; i < n; ++i) d[i] = f(x[i], y[i]);
+  }
+}
+
 template <typename T>
-void ReduceTyped(RedOp op, T* __restrict dst, const T* __restrict src, size_t n) {
+void CombineTyped(RedOp op, T* dst, const T* a, const T* b, size_t n) {
   switch (op) {
     case RedOp::kSum:
     case RedOp::kAvg:
-      for (size_t i = 0; i < n; ++i) dst[i] = WrapAdd(dst[i], src[i]);
-      break;
+      return Elementwise(dst, a, b, n, [](T x, T y) { return WrapAdd(x, y); });
     case RedOp::kProd:
-      for (size_t i = 0; i < n; ++i) dst[i] = WrapMul(dst[i], src[i]);
-      break;
+      return Elementwise(dst, a, b, n, [](T x, T y) { return WrapMul(x, y); });
     case RedOp::kMin:
-      for (size_t i = 0; i < n; ++i) dst[i] = std::min(dst[i], src[i]);
-      break;
+      return Elementwise(dst, a, b, n, [](T x, T y) { return std::min(x, y); });
     case RedOp::kMax:
-      for (size_t i = 0; i < n; ++i) dst[i] = std::max(dst[i], src[i]);
-      break;
+      return Elementwise(dst, a, b, n, [](T x, T y) { return std::max(x, y); });
   }
 }
 
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void Reduce16(RedOp op, uint16_t* __restrict dst, const uint16_t* __restrict src, size_t n) {
-  // Work in blocks so the float conversions vectorise and stay in cache.
+void Combine16(RedOp op, uint16_t* dst, const uint16_t* a, const uint16_t* b, size_t n) {
+  // Work in blocks so the float conversions vectorise and stay in cache. A
+  // block of a is read before the same block of dst is written, so dst may
+  // be a.
   constexpr size_t kBlock = 256;
-  float a[kBlock];
-  float b[kBlock];
+  float x[kBlock];
+  float y[kBlock];
   for (size_t base = 0; base < n; base += kBlock) {
     const size_t m = std::min(kBlock, n - base);
     for (size_t i = 0; i < m; ++i) {
-      a[i] = ToFloat(dst[base + i]);
-      b[i] = ToFloat(src[base + i]);
+      x[i] = ToFloat(a[base + i]);
+      y[i] = ToFloat(b[base + i]);
     }
-    ReduceTyped<float>(op, a, b, m);
-    for (size_t i = 0; i < m; ++i) dst[base + i] = FromFloat(a[i]);
+    CombineTyped<float>(op, x, x, y, m);
+    for (size_t i = 0; i < m; ++i) dst[base + i] = FromFloat(x[i]);
   }
 }
 
@@ -91,21 +105,29 @@ void Divide16(uint16_t* dst, size_t n, uint64_t divisor) {
 
 }  // namespace
 
-void ReduceInto(DataType dtype, RedOp op, void* dst, const void* src, size_t count) {
+void CombineInto(DataType dtype, RedOp op, void* dst, const void* a, const void* b, size_t count) {
   switch (dtype) {
-    case DataType::kInt8: return ReduceTyped(op, static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), count);
-    case DataType::kUint8: return ReduceTyped(op, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count);
-    case DataType::kInt32: return ReduceTyped(op, static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count);
-    case DataType::kUint32: return ReduceTyped(op, static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), count);
-    case DataType::kInt64: return ReduceTyped(op, static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count);
-    case DataType::kUint64: return ReduceTyped(op, static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), count);
+#define BATON_COMBINE(T) return CombineTyped(op, static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), count)
+    case DataType::kInt8: BATON_COMBINE(int8_t);
+    case DataType::kUint8: BATON_COMBINE(uint8_t);
+    case DataType::kInt32: BATON_COMBINE(int32_t);
+    case DataType::kUint32: BATON_COMBINE(uint32_t);
+    case DataType::kInt64: BATON_COMBINE(int64_t);
+    case DataType::kUint64: BATON_COMBINE(uint64_t);
+    case DataType::kFloat32: BATON_COMBINE(float);
+    case DataType::kFloat64: BATON_COMBINE(double);
+#undef BATON_COMBINE
     case DataType::kFloat16:
-      return Reduce16<HalfToFloat, FloatToHalf>(op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count);
+      return Combine16<HalfToFloat, FloatToHalf>(op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
+                                                 static_cast<const uint16_t*>(b), count);
     case DataType::kBfloat16:
-      return Reduce16<Bfloat16ToFloat, FloatToBfloat16>(op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count);
-    case DataType::kFloat32: return ReduceTyped(op, static_cast<float*>(dst), static_cast<const float*>(src), count);
-    case DataType::kFloat64: return ReduceTyped(op, static_cast<double*>(dst), static_cast<const double*>(src), count);
+      return Combine16<Bfloat16ToFloat, FloatToBfloat16>(op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
+                                                         static_cast<const uint16_t*>(b), count);
   }
+}
+
+void ReduceInto(DataType dtype, RedOp op, void* dst, const void* src, size_t count) {
+  CombineInto(dtype, op, dst, dst, src, count);
 }
 
 void DivideBy(DataType dtype, void* dst, size_t count, uint64_t divisor) {

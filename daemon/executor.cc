@@ -52,8 +52,8 @@ Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
   const OpSignature& sig = ctx.stamp.sig;
   const uint64_t esize = DataTypeSize(sig.dtype);
   const Resolver resolver(ctx);
-  const ReduceFn reduce = [&sig, esize](uint8_t* dst, const uint8_t* src, uint64_t bytes) {
-    ReduceInto(sig.dtype, sig.redop, dst, src, bytes / esize);
+  const ReduceFn reduce = [&sig, esize](uint8_t* dst, const uint8_t* a, const uint8_t* incoming, uint64_t bytes) {
+    CombineInto(sig.dtype, sig.redop, dst, a, incoming, bytes / esize);
   };
   // Reused from call to call on this thread: a small collective should not
   // cost allocations here.

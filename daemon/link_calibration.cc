@@ -17,7 +17,7 @@ Status MeasureLinks(Mesh& mesh, uint64_t comm_uid, int n, int me, std::chrono::s
                     LinkParams* agreed, LinkParams* measured_here) {
   using Clock = std::chrono::steady_clock;
   const MessageStamp stamp{comm_uid, 0, OpSignature{Collective::kBarrier, DataType::kUint8, RedOp::kSum, -1, 0}};
-  const ReduceFn no_reduce = [](uint8_t*, const uint8_t*, uint64_t) {};
+  const ReduceFn no_reduce = [](uint8_t*, const uint8_t*, const uint8_t*, uint64_t) {};
   // Messages sent to and received from each peer so far (each direction is
   // its own ordered stream; with two nodes, next and previous are one peer).
   std::vector<uint32_t> sent(static_cast<size_t>(n), 0), received(static_cast<size_t>(n), 0);

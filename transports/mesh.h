@@ -34,8 +34,9 @@ struct NetOp {
   const uint8_t* operand = nullptr;
 };
 
-// Folds `bytes` of incoming data into `dst` (dst = dst op src).
-using ReduceFn = std::function<void(uint8_t* dst, const uint8_t* src, uint64_t bytes)>;
+// Combines `bytes` of incoming data with an operand: dst = a (op) incoming.
+// `a` is dst itself for a fold in place, or a kRecvReduce's operand.
+using ReduceFn = std::function<void(uint8_t* dst, const uint8_t* a, const uint8_t* incoming, uint64_t bytes)>;
 
 class Mesh {
  public:

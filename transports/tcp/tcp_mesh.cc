@@ -145,12 +145,11 @@ struct TcpMesh::Run {
     RecvDone(lane);
   }
 
-  // Reduces `n` received bytes into op's destination at `offset`. A fold
-  // from an operand first brings that chunk of it into place, while both
-  // are in cache.
+  // Reduces `n` received bytes into op's destination at `offset`: in place,
+  // or from an operand in the same pass (no copy of the operand first).
   void Fold(const NetOp* op, uint64_t offset, const uint8_t* received, uint64_t n) {
-    if (op->operand != nullptr && op->operand != op->data) std::memcpy(op->data + offset, op->operand + offset, n);
-    reduce(op->data + offset, received, n);
+    const uint8_t* a = op->operand != nullptr ? op->operand + offset : op->data + offset;
+    reduce(op->data + offset, a, received, n);
   }
 
   void RecvBody(size_t lane, const NetOp* op) {
