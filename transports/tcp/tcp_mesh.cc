@@ -2,7 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <cstring>
+#include <span>
 #include <thread>
 
 #include "common/logging.h"
@@ -18,6 +20,12 @@ namespace {
 constexpr size_t kStagingBytes = 1 << 20;  // multiple of every element size
 constexpr uint64_t kPollMaxBytes = 256 << 10;  // phases up to this size poll before blocking
 constexpr uint64_t kInlineBytes = 4096;        // messages up to this size are read with their header
+// Small messages queued back to back on one lane (a collective's signature
+// signal and its first data message, the blocks of a small AllToAll) travel
+// together: up to kMaxBatch of them, of at most kBatchBytes with their
+// headers, in one send and one receive system call.
+constexpr size_t kMaxBatch = 8;
+constexpr size_t kBatchBytes = kInlineBytes + kMaxBatch * sizeof(DataHeader);
 
 }  // namespace
 
@@ -30,8 +38,17 @@ struct TcpMesh::Run {
     std::vector<const NetOp*> recvs;
     size_t next_send = 0;
     size_t next_recv = 0;
-    DataHeader out_header{};
+    // The messages being sent: their headers and (header, body) buffers.
+    std::array<DataHeader, kMaxBatch> out_headers{};
+    std::array<asio::const_buffer, 2 * kMaxBatch> out_buffers{};
     DataHeader in_header{};
+    // A batch of small messages being received into the lane's small_in
+    // buffer: recvs [next_recv, batch_end), batch_bytes with their headers;
+    // batch_have bytes arrived, of which batch_done are delivered.
+    size_t batch_end = 0;
+    size_t batch_bytes = 0;
+    size_t batch_have = 0;
+    size_t batch_done = 0;
   };
   TcpMesh* mesh;
   const MessageStamp& stamp;
@@ -70,22 +87,34 @@ struct TcpMesh::Run {
   void SendNext(size_t lane) {
     LaneWork& w = work[lane];
     if (!error.ok() || w.next_send == w.sends.size()) return;
-    const NetOp* op = w.sends[w.next_send];
-    w.out_header = MakeHeader(stamp, op->index, op->bytes);
-    std::array<asio::const_buffer, 2> bufs{asio::buffer(&w.out_header, sizeof w.out_header),
-                                           asio::buffer(op->data, op->bytes)};
-    asio::async_write(Socket(lane), bufs, [this, lane](const boost::system::error_code& ec, size_t) {
-      if (ec) return Fail(SocketError(lane, ec, "sending to"));
-      ++work[lane].next_send;
-      --remaining;
-      SendNext(lane);
-    });
+    // A large message goes alone; small ones go out with the small ones
+    // queued after them.
+    size_t n = 0;
+    size_t batch = 0;
+    while (w.next_send + n < w.sends.size() && n < kMaxBatch) {
+      const NetOp* op = w.sends[w.next_send + n];
+      const bool small = op->bytes <= kInlineBytes;
+      if (n > 0 && (!small || batch + sizeof(DataHeader) + op->bytes > kBatchBytes)) break;
+      w.out_headers[n] = MakeHeader(stamp, op->index, op->bytes);
+      w.out_buffers[2 * n] = asio::buffer(&w.out_headers[n], sizeof(DataHeader));
+      w.out_buffers[2 * n + 1] = asio::buffer(op->data, op->bytes);
+      batch += sizeof(DataHeader) + op->bytes;
+      ++n;
+      if (!small) break;
+    }
+    asio::async_write(Socket(lane), std::span<const asio::const_buffer>(w.out_buffers.data(), 2 * n),
+                      [this, lane, n](const boost::system::error_code& ec, size_t) {
+                        if (ec) return Fail(SocketError(lane, ec, "sending to"));
+                        work[lane].next_send += n;
+                        remaining -= n;
+                        SendNext(lane);
+                      });
   }
 
   void RecvNext(size_t lane) {
     LaneWork& w = work[lane];
     if (!error.ok() || w.next_recv == w.recvs.size()) return;
-    if (w.recvs[w.next_recv]->bytes <= kInlineBytes) return RecvInline(lane, w.recvs[w.next_recv]);
+    if (w.recvs[w.next_recv]->bytes <= kInlineBytes) return RecvSmall(lane);
     asio::async_read(Socket(lane), asio::buffer(&w.in_header, sizeof w.in_header),
                      [this, lane](const boost::system::error_code& ec, size_t) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
@@ -108,41 +137,64 @@ struct TcpMesh::Run {
     RecvNext(lane);
   }
 
-  // Reads at least the header and at most header + body in one go (never
-  // past this message, so a mismatched header is still seen before the
-  // rest is waited for), then the rest of the body if it was not all there.
-  void RecvInline(size_t lane, const NetOp* op) {
-    auto& buf = mesh->lanes_[lane].inline_message;
-    if (buf.empty()) buf.resize(sizeof(DataHeader) + kInlineBytes);
-    const size_t want = sizeof(DataHeader) + op->bytes;
-    asio::async_read(Socket(lane), asio::buffer(buf.data(), want), asio::transfer_at_least(sizeof(DataHeader)),
-                     [this, lane, op, want](const boost::system::error_code& ec, size_t got) {
+  // Receives the small messages queued next on `lane` (up to kMaxBatch,
+  // kBatchBytes with headers) into one buffer, in as few reads as they
+  // arrive in. A read never goes past the batch, and each returns as soon
+  // as it has the next header or body it waits for, so a mismatched header
+  // is reported at once, not after waiting for bytes that may never come.
+  void RecvSmall(size_t lane) {
+    LaneWork& w = work[lane];
+    auto& buf = mesh->lanes_[lane].small_in;
+    if (buf.empty()) buf.resize(kBatchBytes);
+    w.batch_end = w.next_recv;
+    w.batch_bytes = 0;
+    while (w.batch_end < w.recvs.size() && w.batch_end - w.next_recv < kMaxBatch) {
+      const uint64_t bytes = w.recvs[w.batch_end]->bytes;
+      if (bytes > kInlineBytes || w.batch_bytes + sizeof(DataHeader) + bytes > kBatchBytes) break;
+      w.batch_bytes += sizeof(DataHeader) + bytes;
+      ++w.batch_end;
+    }
+    w.batch_have = 0;
+    w.batch_done = 0;
+    ReadSmall(lane, sizeof(DataHeader));
+  }
+
+  void ReadSmall(size_t lane, size_t at_least) {
+    LaneWork& w = work[lane];
+    uint8_t* buf = mesh->lanes_[lane].small_in.data();
+    asio::async_read(Socket(lane), asio::buffer(buf + w.batch_have, w.batch_bytes - w.batch_have),
+                     asio::transfer_at_least(at_least), [this, lane](const boost::system::error_code& ec, size_t got) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
-                       LaneWork& lw = work[lane];
-                       auto& b = mesh->lanes_[lane].inline_message;
-                       std::memcpy(&lw.in_header, b.data(), sizeof lw.in_header);
-                       if (!HeaderMatches(lw.in_header, stamp, op->index, op->bytes)) {
-                         return Fail(HeaderError(lane, op));
-                       }
-                       if (got == want) return DeliverInline(lane, op);
-                       asio::async_read(Socket(lane), asio::buffer(b.data() + got, want - got),
-                                        [this, lane, op](const boost::system::error_code& ec2, size_t) {
-                                          if (ec2) return Fail(SocketError(lane, ec2, "receiving from"));
-                                          DeliverInline(lane, op);
-                                        });
+                       work[lane].batch_have += got;
+                       DeliverSmall(lane);
                      });
   }
 
-  void DeliverInline(size_t lane, const NetOp* op) {
-    const uint8_t* body = mesh->lanes_[lane].inline_message.data() + sizeof(DataHeader);
-    if (op->bytes > 0) {
-      if (op->kind == NetOp::kRecv) {
-        std::memcpy(op->data, body, op->bytes);
-      } else {
-        Fold(op, 0, body, op->bytes);
+  // Delivers the messages of the batch that have arrived whole, then reads
+  // for the next one or goes on past the batch.
+  void DeliverSmall(size_t lane) {
+    LaneWork& w = work[lane];
+    const uint8_t* buf = mesh->lanes_[lane].small_in.data();
+    while (w.next_recv < w.batch_end) {
+      const NetOp* op = w.recvs[w.next_recv];
+      const size_t avail = w.batch_have - w.batch_done;
+      if (avail < sizeof(DataHeader)) return ReadSmall(lane, sizeof(DataHeader) - avail);
+      std::memcpy(&w.in_header, buf + w.batch_done, sizeof w.in_header);
+      if (!HeaderMatches(w.in_header, stamp, op->index, op->bytes)) return Fail(HeaderError(lane, op));
+      if (avail < sizeof(DataHeader) + op->bytes) return ReadSmall(lane, sizeof(DataHeader) + op->bytes - avail);
+      const uint8_t* body = buf + w.batch_done + sizeof(DataHeader);
+      if (op->bytes > 0) {
+        if (op->kind == NetOp::kRecv) {
+          std::memcpy(op->data, body, op->bytes);
+        } else {
+          Fold(op, 0, body, op->bytes);
+        }
       }
+      w.batch_done += sizeof(DataHeader) + op->bytes;
+      ++w.next_recv;
+      --remaining;
     }
-    RecvDone(lane);
+    RecvNext(lane);
   }
 
   // Reduces `n` received bytes into op's destination at `offset`: in place,

@@ -3,9 +3,11 @@
 // worker) thread. Sends and receives of a phase run concurrently; plain
 // receives land directly in the destination buffer, reducing receives
 // stream through a small staging buffer per lane so that reduction overlaps
-// with the rest of the transfer. Small messages (kInlineBytes) are read
-// together with their header, into a per-lane buffer: one system call per
-// message instead of two, which is a good part of a small collective.
+// with the rest of the transfer. Small messages (up to 4 KiB) are read
+// together with their headers, into a per-lane buffer, and small messages
+// queued back to back on a lane are sent and received together: a system
+// call per batch, not two per message, which is a good part of the time of
+// a small collective.
 //
 // Why several lanes: one TCP flow rarely fills a fast NIC (one receive
 // queue, one core's softirq, one congestion window; ECMP pins it to one
@@ -55,7 +57,7 @@ class TcpMesh final : public Mesh {
   struct Lane {
     std::unique_ptr<boost::asio::ip::tcp::socket> socket;
     std::vector<uint8_t> staging;  // for reducing receives
-    std::vector<uint8_t> inline_message;  // header and body of a small message
+    std::vector<uint8_t> small_in;  // a batch of small messages with their headers
   };
   Lane* LaneOf(int node, int lane) { return &lanes_[static_cast<size_t>(node) * lanes_per_peer_ + lane]; }
 
