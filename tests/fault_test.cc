@@ -2,7 +2,6 @@
 // communicator on every rank, with a message naming it, instead of hanging.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -15,25 +14,8 @@
 #include "tests/rank_threads.h"
 #include "tools/launcher/netns.h"
 
-extern char** environ;
-
 namespace baton::test {
 namespace {
-
-pid_t SpawnRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank, const char* mode) {
-  std::vector<std::string> env = {"BATON_SOCKET=" + cluster.socket(node), "BATON_RENDEZVOUS=" + cluster.rendezvous(),
-                                  "BATON_JOB_ID=" + job, "BATON_WORLD_SIZE=" + std::to_string(world),
-                                  "BATON_RANK=" + std::to_string(rank), "PATH=/usr/bin:/bin"};
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string bin = BATON_TEST_RANK_PATH;
-  std::string m = mode;
-  char* argv[] = {bin.data(), m.data(), nullptr};
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, bin.c_str(), nullptr, nullptr, argv, envp.data()), 0);
-  return pid;
-}
 
 TEST(Faults, RankKilledMidCollectiveFailsTheOthersWithItsName) {
   auto cluster = StartCluster(2);

@@ -2,6 +2,7 @@
 // get an error code and message, protocol violations close only that
 // client's session, and the daemon keeps serving everyone else.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -395,6 +396,61 @@ TEST_F(HostileClient, ScribblingOnTheFastPathRegionCannotHurtBatond) {
   ipc::Reply reply;
   ASSERT_TRUE(conn_->Call(&destroy, sizeof destroy, &reply).ok());
   ExpectDaemonServes();
+}
+
+// The ring words that save system calls (ipc_protocol.h) are the client's
+// to spoil. Here it claims batond is polling its ring (so it skips the
+// doorbell) and that it sleeps on everything (so batond wakes it for
+// nothing): its own operation waits, another job on the daemon runs to
+// the end meanwhile, and once the client rings, its operation completes
+// with the right result.
+TEST_F(HostileClient, ScribblingOnTheRingsWakeUpWordsHoldsUpOnlyThatClient) {
+  const uint64_t comm = NewComm();
+  void* p = nullptr;
+  ASSERT_TRUE(conn_->Alloc(4096, &p).ok());
+  ipc::BufferRef ref{};
+  ASSERT_TRUE(conn_->Lookup(p, 4096, &ref));
+  auto* data = static_cast<float*>(p);
+  for (int i = 0; i < 16; ++i) {
+    data[i] = static_cast<float>(i * 3 + 1);  // send: the first 16 floats
+    data[256 + i] = -1;                        // receive: at byte 1024
+  }
+
+  ipc::RingControl& ctl = conn_->ring_control();
+  ctl.daemon_polling.store(1u << 30);
+  ctl.client_waiting.store(0xFFFFFFFFu);
+  uint32_t slot = 0;
+  ASSERT_TRUE(conn_->AcquireCompletion(&slot).ok());
+  ipc::Completion& c = conn_->completion(slot);
+  c.client_sleeping.store(0xFFFFFFFFu);
+  ipc::Descriptor d = AllReduce(comm, ref.segment, 16);
+  d.recv = {ref.segment, 1024};
+  d.completion = slot;
+  conn_->Enqueue(d);
+  conn_->RingDoorbell();  // skipped: the ring says batond is polling
+
+  // Another job, in processes of their own, is served in the meantime.
+  const std::string job = UniqueJob("bystander");
+  const pid_t a = SpawnRank(*cluster_, 0, job, 2, 0, "allreduce");
+  const pid_t b = SpawnRank(*cluster_, 0, job, 2, 1, "allreduce");
+  for (pid_t pid : {a, b}) {
+    int status = -1;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "bystander rank status " << status;
+  }
+
+  // No batond thread holds a polling claim on this ring (it saw no activity
+  // from this client since), so the word is the client's alone to reset.
+  ctl.daemon_polling.store(0);
+  conn_->RingDoorbell();
+  for (int i = 0; i < 10000 && c.state.load() != ipc::kDone; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(c.state.load(), ipc::kDone);
+  EXPECT_EQ(static_cast<Code>(c.code), Code::kOk) << c.message;
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(data[256 + i], static_cast<float>(i * 3 + 1)) << "element " << i;
+  conn_->ReleaseCompletion(slot);
+  ASSERT_TRUE(cluster_->Alive(0));
 }
 
 TEST_F(HostileClient, AbortByOneRankFailsTheOthers) {

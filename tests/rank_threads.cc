@@ -1,5 +1,7 @@
 #include "tests/rank_threads.h"
 
+#include <gtest/gtest.h>
+#include <spawn.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -62,6 +64,21 @@ std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_o
   }
   for (auto& t : threads) t.join();
   return first_error;
+}
+
+pid_t SpawnRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank, const char* mode) {
+  std::vector<std::string> env = {"BATON_SOCKET=" + cluster.socket(node), "BATON_RENDEZVOUS=" + cluster.rendezvous(),
+                                  "BATON_JOB_ID=" + job, "BATON_WORLD_SIZE=" + std::to_string(world),
+                                  "BATON_RANK=" + std::to_string(rank), "PATH=/usr/bin:/bin"};
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string bin = BATON_TEST_RANK_PATH;
+  std::string m = mode;
+  char* argv[] = {bin.data(), m.data(), nullptr};
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, bin.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+  return pid;
 }
 
 }  // namespace baton::test

@@ -2,6 +2,8 @@
 // own communicator on the daemon of its node, and joins them.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +43,12 @@ struct Outcome {
 // One float32 AllReduce of a single element, timed: the call fault tests
 // watch fail (how, with which message, how fast).
 Outcome TimedAllReduce(baton_comm_t comm);
+
+// Starts tests/helpers/test_rank as rank `rank` of `world` in `job`, on the
+// daemon of `node`, a process of its own; `mode` says what it does there
+// ("allreduce", "hang", "exit", "alloc": see test_rank.cc). Reap it with
+// waitpid.
+pid_t SpawnRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank, const char* mode);
 
 // A unique job id per call, so tests never collide in rendezvous.
 std::string UniqueJob(const std::string& prefix);

@@ -67,6 +67,8 @@ class DaemonConnection {
   Status AcquireCompletion(uint32_t* slot);
   void ReleaseCompletion(uint32_t slot);
   ipc::Completion& completion(uint32_t slot) { return ring_view_.completions[slot]; }
+  // The ring's shared control words (tests play a client that scribbles on them).
+  ipc::RingControl& ring_control() { return *ring_view_.control; }
 
   // Writes `d` into the ring (waiting for space if it is full). The daemon
   // looks at it after RingDoorbell.
