@@ -18,7 +18,6 @@ using asio::ip::tcp;
 
 namespace {
 constexpr size_t kStagingBytes = 1 << 20;  // multiple of every element size
-constexpr uint64_t kPollMaxBytes = 256 << 10;  // phases up to this size poll before blocking
 constexpr uint64_t kInlineBytes = 4096;        // messages up to this size are read with their header
 // Small messages queued back to back on one lane (a collective's signature
 // signal and its first data message, the blocks of a small AllToAll) travel
@@ -312,12 +311,12 @@ Status TcpMesh::Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, 
   // sent, but a thread blocked in epoll takes tens of microseconds to wake
   // on a busy machine. Polling (non-blocking, yielding the core) for a
   // moment after each bit of progress catches it at once; then block.
-  // Large phases do not poll: their few wake-ups are noise beside the
-  // transfer, and a poller would take CPU from the threads doing the copies
-  // on a machine with fewer cores than busy threads.
-  uint64_t phase_bytes = 0;
-  for (const NetOp& op : ops) phase_bytes += op.bytes;
-  const auto spin = phase_bytes <= kPollMaxBytes ? spin_ : std::chrono::microseconds(0);
+  // Large phases poll too: a chunk of a large message also arrives soon
+  // after the last, and on a core that went idle meanwhile the wake-up
+  // costs more than the poll (2x1 AllReduce of 1 MiB 15% faster,
+  // docs/benchmarks.md). A poll yields the core to any thread that wants
+  // it, and stops after `spin_` without progress (a slow peer).
+  const auto spin = spin_;
   auto spin_until = std::chrono::steady_clock::now() + spin;
   while (run.remaining > 0 && run.error.ok()) {
     if (std::chrono::steady_clock::now() < spin_until) {

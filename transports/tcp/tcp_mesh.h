@@ -35,8 +35,8 @@ class TcpMesh final : public Mesh {
 
   // `sockets[n]` are the connected sockets (lanes) to node n, the same
   // number for every peer (empty for this node). Exchange polls the sockets
-  // for up to `spin` after each bit of progress before it blocks in epoll,
-  // in phases of up to 256 KiB (0: always block).
+  // for up to `spin` after each bit of progress before it blocks in epoll
+  // (0: always block).
   TcpMesh(std::vector<std::string> peer_names, std::vector<std::vector<UniqueFd>> sockets,
           std::chrono::microseconds spin = std::chrono::microseconds(0));
   ~TcpMesh() override;
