@@ -63,6 +63,11 @@ void CombineTyped(RedOp op, T* dst, const T* a, const T* b, size_t n) {
   }
 }
 
+template <typename T>
+void CombineAs(RedOp op, void* dst, const void* a, const void* b, size_t n) {
+  CombineTyped(op, static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), n);
+}
+
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
 void Combine16(RedOp op, uint16_t* dst, const uint16_t* a, const uint16_t* b, size_t n) {
   // Work in blocks so the float conversions vectorise and stay in cache. A
@@ -107,16 +112,14 @@ void Divide16(uint16_t* dst, size_t n, uint64_t divisor) {
 
 void CombineInto(DataType dtype, RedOp op, void* dst, const void* a, const void* b, size_t count) {
   switch (dtype) {
-#define BATON_COMBINE(T) return CombineTyped(op, static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), count)
-    case DataType::kInt8: BATON_COMBINE(int8_t);
-    case DataType::kUint8: BATON_COMBINE(uint8_t);
-    case DataType::kInt32: BATON_COMBINE(int32_t);
-    case DataType::kUint32: BATON_COMBINE(uint32_t);
-    case DataType::kInt64: BATON_COMBINE(int64_t);
-    case DataType::kUint64: BATON_COMBINE(uint64_t);
-    case DataType::kFloat32: BATON_COMBINE(float);
-    case DataType::kFloat64: BATON_COMBINE(double);
-#undef BATON_COMBINE
+    case DataType::kInt8: return CombineAs<int8_t>(op, dst, a, b, count);
+    case DataType::kUint8: return CombineAs<uint8_t>(op, dst, a, b, count);
+    case DataType::kInt32: return CombineAs<int32_t>(op, dst, a, b, count);
+    case DataType::kUint32: return CombineAs<uint32_t>(op, dst, a, b, count);
+    case DataType::kInt64: return CombineAs<int64_t>(op, dst, a, b, count);
+    case DataType::kUint64: return CombineAs<uint64_t>(op, dst, a, b, count);
+    case DataType::kFloat32: return CombineAs<float>(op, dst, a, b, count);
+    case DataType::kFloat64: return CombineAs<double>(op, dst, a, b, count);
     case DataType::kFloat16:
       return Combine16<HalfToFloat, FloatToHalf>(op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
                                                  static_cast<const uint16_t*>(b), count);

@@ -121,14 +121,16 @@ void ExpectDelivered(const Stream& s, const char* what) {
 
 class TcpMeshLanes : public ::testing::TestWithParam<int> {};
 
-// More small messages than one batch holds, batches that a large message
-// splits, empty messages, a message of exactly the inline limit, and one
-// large enough to be striped over the lanes; both directions at once, two
+// More small messages than one batch holds, small messages whose total
+// overflows a batch, batches that a large message splits, empty messages,
+// messages of exactly the small limit and one byte more, and one large
+// enough to be striped over the lanes; both directions at once, two
 // exchanges in a row on the same connections.
 TEST_P(TcpMeshLanes, MixedSizesArriveWholeAndInOrderBothWays) {
   MeshPair p = MakeMeshes(GetParam());
-  const std::vector<size_t> up = {0, 8, 4096, 100, 5000, 3, 0, 300000, 16, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1};
-  const std::vector<size_t> down = {4097, 0, 0, 0, 2, 4000, 4000, 64, 1 << 20, 12, 0};
+  const size_t small = TcpMesh::kSmallMessageMaxBytes;
+  const std::vector<size_t> up = {0, 8, small, 100, small + 1, 3, 0, 300000, 16, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1};
+  const std::vector<size_t> down = {small + 1, 0, 0, 0, 2, small / 2, small / 2, small / 2, 64, 1 << 20, 12, 0};
   for (uint64_t seq = 1; seq <= 2; ++seq) {
     Stream s01 = MakeStream(0, up), s10 = MakeStream(1, down);
     std::vector<NetOp> ops0, ops1;

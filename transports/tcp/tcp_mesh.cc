@@ -18,13 +18,12 @@ using asio::ip::tcp;
 
 namespace {
 constexpr size_t kStagingBytes = 1 << 20;  // multiple of every element size
-constexpr uint64_t kInlineBytes = 4096;        // messages up to this size are read with their header
 // Small messages queued back to back on one lane (a collective's signature
 // signal and its first data message, the blocks of a small AllToAll) travel
 // together: up to kMaxBatch of them, of at most kBatchBytes with their
 // headers, in one send and one receive system call.
 constexpr size_t kMaxBatch = 8;
-constexpr size_t kBatchBytes = kInlineBytes + kMaxBatch * sizeof(DataHeader);
+constexpr size_t kBatchBytes = TcpMesh::kSmallMessageMaxBytes + kMaxBatch * sizeof(DataHeader);
 
 }  // namespace
 
@@ -92,7 +91,7 @@ struct TcpMesh::Run {
     size_t batch = 0;
     while (w.next_send + n < w.sends.size() && n < kMaxBatch) {
       const NetOp* op = w.sends[w.next_send + n];
-      const bool small = op->bytes <= kInlineBytes;
+      const bool small = op->bytes <= kSmallMessageMaxBytes;
       if (n > 0 && (!small || batch + sizeof(DataHeader) + op->bytes > kBatchBytes)) break;
       w.out_headers[n] = MakeHeader(stamp, op->index, op->bytes);
       w.out_buffers[2 * n] = asio::buffer(&w.out_headers[n], sizeof(DataHeader));
@@ -113,7 +112,7 @@ struct TcpMesh::Run {
   void RecvNext(size_t lane) {
     LaneWork& w = work[lane];
     if (!error.ok() || w.next_recv == w.recvs.size()) return;
-    if (w.recvs[w.next_recv]->bytes <= kInlineBytes) return RecvSmall(lane);
+    if (w.recvs[w.next_recv]->bytes <= kSmallMessageMaxBytes) return RecvSmall(lane);
     asio::async_read(Socket(lane), asio::buffer(&w.in_header, sizeof w.in_header),
                      [this, lane](const boost::system::error_code& ec, size_t) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
@@ -149,7 +148,7 @@ struct TcpMesh::Run {
     w.batch_bytes = 0;
     while (w.batch_end < w.recvs.size() && w.batch_end - w.next_recv < kMaxBatch) {
       const uint64_t bytes = w.recvs[w.batch_end]->bytes;
-      if (bytes > kInlineBytes || w.batch_bytes + sizeof(DataHeader) + bytes > kBatchBytes) break;
+      if (bytes > kSmallMessageMaxBytes || w.batch_bytes + sizeof(DataHeader) + bytes > kBatchBytes) break;
       w.batch_bytes += sizeof(DataHeader) + bytes;
       ++w.batch_end;
     }
