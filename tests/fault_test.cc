@@ -160,7 +160,15 @@ TEST(Faults, ClientsDyingAtAnyStageLeaveNothingBehind) {
   const pid_t daemon = cluster->pid(0);
   // Warm up (the first client makes the gRPC self-connection for rendezvous).
   ASSERT_EQ(RunRanks(*cluster, {0}, UniqueJob("warm"), [](int, baton_comm_t comm) { TimedAllReduce(comm); }), "");
-  const int baseline = OpenFds(daemon);
+  // The warm-up's session may still be closing: take the count once it
+  // holds still, so that a leak cannot hide behind a closing descriptor.
+  int baseline = OpenFds(daemon);
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const int again = OpenFds(daemon);
+    if (again == baseline) break;
+    baseline = again;
+  }
 
   // Before init: connected and holding shared memory, then killed.
   pid_t holder = SpawnRank(*cluster, 0, UniqueJob("mem"), 1, 0, "alloc");
@@ -174,7 +182,9 @@ TEST(Faults, ClientsDyingAtAnyStageLeaveNothingBehind) {
     ::waitpid(p, nullptr, 0);
   }
   // Sessions, segments, pending joins and communicators are all reclaimed.
-  EXPECT_EQ(FdsSettle(daemon, baseline), baseline);
+  // (Fewer than the baseline is no leak: a connection of the warm-up, such
+  // as gRPC's, may still close on its own; CI saw 22 against 23.)
+  EXPECT_LE(FdsSettle(daemon, baseline), baseline) << "batond holds more descriptors than before the clients came";
   // And the daemon serves a new job.
   Outcome after;
   ASSERT_EQ(RunRanks(*cluster, {0, 0}, UniqueJob("after"), [&](int rank, baton_comm_t comm) {
