@@ -27,32 +27,42 @@ constexpr size_t kBatchBytes = TcpMesh::kSmallMessageMaxBytes + kMaxBatch * size
 
 }  // namespace
 
+// One lane's share of an Exchange: its sends and receives, which go in
+// order, and how far each has got.
+struct TcpMesh::LaneWork {
+  std::vector<const NetOp*> sends;
+  std::vector<const NetOp*> recvs;
+  size_t next_send = 0;
+  size_t next_recv = 0;
+  // The messages being sent: their headers and (header, body) buffers.
+  std::array<DataHeader, kMaxBatch> out_headers{};
+  std::array<asio::const_buffer, 2 * kMaxBatch> out_buffers{};
+  DataHeader in_header{};
+  // A batch of small messages being received into the lane's small_in
+  // buffer: recvs [next_recv, batch_end), batch_bytes with their headers;
+  // batch_have bytes arrived, of which batch_done are delivered.
+  size_t batch_end = 0;
+  size_t batch_bytes = 0;
+  size_t batch_have = 0;
+  size_t batch_done = 0;
+
+  void Reset() {
+    sends.clear();
+    recvs.clear();
+    next_send = next_recv = 0;
+    batch_end = batch_bytes = batch_have = batch_done = 0;
+  }
+};
+
 // State of one Exchange call. Every handler holds a pointer to it, so
 // Exchange does not return before all handlers have run. Work is kept per
-// lane (node * lanes + lane): each lane's sends and receives go in order.
+// lane (node * lanes + lane).
 struct TcpMesh::Run {
-  struct LaneWork {
-    std::vector<const NetOp*> sends;
-    std::vector<const NetOp*> recvs;
-    size_t next_send = 0;
-    size_t next_recv = 0;
-    // The messages being sent: their headers and (header, body) buffers.
-    std::array<DataHeader, kMaxBatch> out_headers{};
-    std::array<asio::const_buffer, 2 * kMaxBatch> out_buffers{};
-    DataHeader in_header{};
-    // A batch of small messages being received into the lane's small_in
-    // buffer: recvs [next_recv, batch_end), batch_bytes with their headers;
-    // batch_have bytes arrived, of which batch_done are delivered.
-    size_t batch_end = 0;
-    size_t batch_bytes = 0;
-    size_t batch_have = 0;
-    size_t batch_done = 0;
-  };
   TcpMesh* mesh;
   const MessageStamp& stamp;
   const ReduceFn& reduce;
-  std::vector<LaneWork> work;  // indexed like mesh->lanes_
-  std::vector<NetOp> parts;    // the stripes of striped messages (never reallocated once filled)
+  std::vector<LaneWork>& work;  // mesh->work_, indexed like mesh->lanes_
+  std::vector<NetOp>& parts;    // mesh->parts_: the stripes of striped messages (never reallocated once filled)
   size_t remaining = 0;
   Status error;
 
@@ -232,6 +242,7 @@ TcpMesh::TcpMesh(std::vector<std::string> peer_names, std::vector<std::vector<Un
     if (!peer.empty()) lanes_per_peer_ = static_cast<int>(peer.size());
   }
   lanes_.resize(static_cast<size_t>(num_nodes_) * lanes_per_peer_);
+  work_.resize(lanes_.size());
   for (int n = 0; n < num_nodes_; ++n) {
     for (size_t l = 0; l < sockets[n].size() && l < static_cast<size_t>(lanes_per_peer_); ++l) {
       if (!sockets[n][l].valid()) continue;
@@ -271,7 +282,11 @@ std::string TcpMesh::DescribePeer(int node) const {
 Status TcpMesh::Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, const ReduceFn& reduce,
                          std::chrono::steady_clock::time_point deadline) {
   if (closed_) return Status::Aborted("the communicator's connections are closed");
-  Run run{this, stamp, reduce, std::vector<Run::LaneWork>(lanes_.size()), {}, 0, Status::Ok()};
+  // The per-lane lists are kept from call to call (cleared, not freed): a
+  // small collective should not cost allocations here.
+  for (LaneWork& w : work_) w.Reset();
+  parts_.clear();
+  Run run{this, stamp, reduce, work_, parts_, 0, Status::Ok()};
   // Striped messages become one part per lane; reserve so that the
   // pointers to parts stay valid.
   size_t num_parts = 0;
@@ -280,7 +295,7 @@ Status TcpMesh::Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, 
   }
   run.parts.reserve(num_parts);
   auto queue = [&](const NetOp* op, int lane) {
-    Run::LaneWork& w = run.work[static_cast<size_t>(op->peer) * lanes_per_peer_ + lane];
+    LaneWork& w = run.work[static_cast<size_t>(op->peer) * lanes_per_peer_ + lane];
     (op->kind == NetOp::kSend ? w.sends : w.recvs).push_back(op);
     ++run.remaining;
   };

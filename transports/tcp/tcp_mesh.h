@@ -54,6 +54,7 @@ class TcpMesh final : public Mesh {
 
  private:
   struct Run;
+  struct LaneWork;
 
   std::vector<std::string> peer_names_;
   std::chrono::microseconds spin_;
@@ -69,6 +70,8 @@ class TcpMesh final : public Mesh {
   int num_nodes_ = 0;
   int lanes_per_peer_ = 1;
   std::vector<Lane> lanes_;
+  std::vector<LaneWork> work_;  // Exchange's per-lane lists, kept from call to call
+  std::vector<NetOp> parts_;    // Exchange's stripes of striped messages
   bool closed_ = false;
 };
 
