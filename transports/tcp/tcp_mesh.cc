@@ -152,8 +152,6 @@ struct TcpMesh::Run {
   // is reported at once, not after waiting for bytes that may never come.
   void RecvSmall(size_t lane) {
     LaneWork& w = work[lane];
-    auto& buf = mesh->lanes_[lane].small_in;
-    if (buf.empty()) buf.resize(kBatchBytes);
     w.batch_end = w.next_recv;
     w.batch_bytes = 0;
     while (w.batch_end < w.recvs.size() && w.batch_end - w.next_recv < kMaxBatch) {
@@ -162,6 +160,10 @@ struct TcpMesh::Run {
       w.batch_bytes += sizeof(DataHeader) + bytes;
       ++w.batch_end;
     }
+    // Grown to the largest batch seen: a lane that carries only tiny
+    // collectives keeps a buffer of a few hundred bytes, not kBatchBytes.
+    auto& buf = mesh->lanes_[lane].small_in;
+    if (buf.size() < w.batch_bytes) buf.resize(w.batch_bytes);
     w.batch_have = 0;
     w.batch_done = 0;
     ReadSmall(lane, sizeof(DataHeader));
