@@ -74,7 +74,7 @@ std::string FlightRecorder::ToChromeTrace(const std::string& node_name, int node
   for (const auto& r : records_) {
     const std::string op = r.Op();
     const std::string name = JsonEscape(op.substr(0, op.find('(')) + " #" + std::to_string(r.seq));
-    const std::string args = "{\"op\": \"" + JsonEscape(r.Op()) + "\", \"seq\": " + std::to_string(r.seq) +
+    const std::string args = "{\"op\": \"" + JsonEscape(op) + "\", \"seq\": " + std::to_string(r.seq) +
                              ", \"bytes\": " + std::to_string(r.bytes) + ", \"result\": \"" + JsonEscape(r.result) +
                              "\"}";
     for (const auto& [rank, us] : r.arrivals) {
