@@ -25,6 +25,24 @@ constexpr size_t kStagingBytes = 1 << 20;  // multiple of every element size
 constexpr size_t kMaxBatch = 8;
 constexpr size_t kBatchBytes = TcpMesh::kSmallMessageMaxBytes + kMaxBatch * sizeof(DataHeader);
 
+// The batch that starts at small message list[first]: messages [first, end)
+// of `list`, `bytes` long with their headers. One rule for sender and
+// receiver (they need not agree: the stream carries no batch boundaries).
+struct SmallBatch {
+  size_t end = 0;
+  size_t bytes = 0;
+};
+SmallBatch SmallBatchFrom(const std::vector<const NetOp*>& list, size_t first) {
+  SmallBatch b{first, 0};
+  while (b.end < list.size() && b.end - first < kMaxBatch) {
+    const uint64_t bytes = list[b.end]->bytes;
+    if (bytes > TcpMesh::kSmallMessageMaxBytes || b.bytes + sizeof(DataHeader) + bytes > kBatchBytes) break;
+    b.bytes += sizeof(DataHeader) + bytes;
+    ++b.end;
+  }
+  return b;
+}
+
 }  // namespace
 
 // One lane's share of an Exchange: its sends and receives, which go in
@@ -97,18 +115,13 @@ struct TcpMesh::Run {
     if (!error.ok() || w.next_send == w.sends.size()) return;
     // A large message goes alone; small ones go out with the small ones
     // queued after them.
-    size_t n = 0;
-    size_t batch = 0;
-    while (w.next_send + n < w.sends.size() && n < kMaxBatch) {
-      const NetOp* op = w.sends[w.next_send + n];
-      const bool small = op->bytes <= kSmallMessageMaxBytes;
-      if (n > 0 && (!small || batch + sizeof(DataHeader) + op->bytes > kBatchBytes)) break;
-      w.out_headers[n] = MakeHeader(stamp, op->index, op->bytes);
-      w.out_buffers[2 * n] = asio::buffer(&w.out_headers[n], sizeof(DataHeader));
-      w.out_buffers[2 * n + 1] = asio::buffer(op->data, op->bytes);
-      batch += sizeof(DataHeader) + op->bytes;
-      ++n;
-      if (!small) break;
+    const bool small = w.sends[w.next_send]->bytes <= kSmallMessageMaxBytes;
+    const size_t n = small ? SmallBatchFrom(w.sends, w.next_send).end - w.next_send : 1;
+    for (size_t k = 0; k < n; ++k) {
+      const NetOp* op = w.sends[w.next_send + k];
+      w.out_headers[k] = MakeHeader(stamp, op->index, op->bytes);
+      w.out_buffers[2 * k] = asio::buffer(&w.out_headers[k], sizeof(DataHeader));
+      w.out_buffers[2 * k + 1] = asio::buffer(op->data, op->bytes);
     }
     asio::async_write(Socket(lane), std::span<const asio::const_buffer>(w.out_buffers.data(), 2 * n),
                       [this, lane, n](const boost::system::error_code& ec, size_t) {
@@ -152,14 +165,9 @@ struct TcpMesh::Run {
   // is reported at once, not after waiting for bytes that may never come.
   void RecvSmall(size_t lane) {
     LaneWork& w = work[lane];
-    w.batch_end = w.next_recv;
-    w.batch_bytes = 0;
-    while (w.batch_end < w.recvs.size() && w.batch_end - w.next_recv < kMaxBatch) {
-      const uint64_t bytes = w.recvs[w.batch_end]->bytes;
-      if (bytes > kSmallMessageMaxBytes || w.batch_bytes + sizeof(DataHeader) + bytes > kBatchBytes) break;
-      w.batch_bytes += sizeof(DataHeader) + bytes;
-      ++w.batch_end;
-    }
+    const SmallBatch batch = SmallBatchFrom(w.recvs, w.next_recv);
+    w.batch_end = batch.end;
+    w.batch_bytes = batch.bytes;
     // Grown to the largest batch seen: a lane that carries only tiny
     // collectives keeps a buffer of a few hundred bytes, not kBatchBytes.
     auto& buf = mesh->lanes_[lane].small_in;
