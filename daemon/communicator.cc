@@ -166,15 +166,28 @@ void Communicator::Submit(LocalOp op) {
                                              " was expected (client library bug or corrupted ring)"));
   }
   ++next_seq_[idx];
-  auto& slot = pending_[op.seq];
-  if (slot.ops.empty()) {
-    slot.ops.resize(local_ranks_.size());
-    slot.arrival_us.resize(local_ranks_.size(), 0);
-    slot.first_arrival = std::chrono::steady_clock::now();
-  }
+  auto it = pending_.find(op.seq);
+  if (it == pending_.end()) it = NewPendingLocked(op.seq);
+  PendingOp& slot = it->second;
   slot.ops[idx] = std::move(op);
   slot.arrival_us[idx] = FlightRecorder::NowMicros();
   NotifyLocked();
+}
+
+std::map<uint64_t, Communicator::PendingOp>::iterator Communicator::NewPendingLocked(uint64_t seq) {
+  std::map<uint64_t, PendingOp>::iterator it;
+  if (spare_pending_.empty()) {
+    it = pending_.try_emplace(seq).first;
+    it->second.ops.resize(local_ranks_.size());
+    it->second.arrival_us.resize(local_ranks_.size(), 0);
+  } else {
+    auto node = std::move(spare_pending_.back());
+    spare_pending_.pop_back();
+    node.key() = seq;
+    it = pending_.insert(std::move(node)).position;
+  }
+  it->second.first_arrival = std::chrono::steady_clock::now();
+  return it;
 }
 
 void Communicator::SubmitP2p(LocalOp op, std::unique_lock<std::mutex>& lock) {
@@ -305,19 +318,22 @@ std::string Communicator::Trace(bool chrome) const {
                 : recorder_.ToJson();
 }
 
-FlightRecord Communicator::StartRecordLocked(uint64_t seq, const PendingOp& p) const {
-  FlightRecord r;
-  r.seq = seq;
+void Communicator::StartRecordLocked(uint64_t seq, const PendingOp& p, FlightRecord* r) const {
+  r->seq = seq;
+  r->sig = OpSignature{};
+  r->bytes = 0;
+  r->arrivals.clear();  // keeps its capacity: no allocation per operation
+  r->end_us = 0;
+  r->result.clear();
   bool named = false;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     if (!p.ops[i]) continue;
-    if (!named) r.sig = p.ops[i]->sig;
+    if (!named) r->sig = p.ops[i]->sig;
     named = true;
-    r.bytes += p.ops[i]->bufs.send_bytes;
-    r.arrivals.push_back({local_ranks_[i], p.arrival_us[i]});
+    r->bytes += p.ops[i]->bufs.send_bytes;
+    r->arrivals.push_back({local_ranks_[i], p.arrival_us[i]});
   }
-  r.start_us = FlightRecorder::NowMicros();
-  return r;
+  r->start_us = FlightRecorder::NowMicros();
 }
 
 void Communicator::DumpTrace() const {
@@ -539,10 +555,12 @@ void Communicator::Worker() {
   }
   for (auto& fn : readies) fn(st);
 
+  // Kept across operations so that a small collective allocates nothing here.
+  std::vector<LocalOp> ops;
+  FlightRecord record;
   while (true) {
-    std::vector<LocalOp> ops;
+    ops.clear();
     uint64_t seq = 0;
-    FlightRecord record;
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Wait until every local rank submitted the next operation, but not
@@ -569,10 +587,11 @@ void Communicator::Worker() {
         WarnStragglersLocked(now);
         if (now >= deadline) {
           const Status late = LateRanksLocked(pending_.begin()->first, pending_.begin()->second);
-          FlightRecord r = StartRecordLocked(pending_.begin()->first, pending_.begin()->second);
-          r.start_us = r.end_us = FlightRecorder::NowMicros();
+          FlightRecord r;
+          StartRecordLocked(pending_.begin()->first, pending_.begin()->second, &r);
+          r.end_us = r.start_us;
           r.result = late.ToString();
-          recorder_.Record(std::move(r));
+          recorder_.Record(&r);
           lock.unlock();
           Abort(late);
           lock.lock();
@@ -594,11 +613,19 @@ void Communicator::Worker() {
         continue;
       }
       seq = pending_.begin()->first;
-      record = StartRecordLocked(seq, pending_.begin()->second);
-      for (auto& o : pending_.begin()->second.ops) ops.push_back(std::move(*o));
+      StartRecordLocked(seq, pending_.begin()->second, &record);
+      for (auto& o : pending_.begin()->second.ops) {
+        ops.push_back(std::move(*o));
+        o.reset();
+      }
       sources_.resize(ops.size());
       for (size_t i = 0; i < ops.size(); ++i) sources_[i] = ops[i].source;
-      pending_.erase(pending_.begin());
+      // The slot (its map node and vectors) serves a later operation.
+      if (spare_pending_.size() < kMaxSparePending) {
+        spare_pending_.push_back(pending_.extract(pending_.begin()));
+      } else {
+        pending_.erase(pending_.begin());
+      }
       running_seq_ = seq;
       running_sig_ = ops[0].sig;  // formatted only if someone asks (Inflight)
       running_since_ = std::chrono::steady_clock::now();
@@ -617,7 +644,7 @@ void Communicator::Worker() {
     }
     record.end_us = FlightRecorder::NowMicros();
     record.result = result.ok() ? "ok" : result.ToString();
-    recorder_.Record(std::move(record));
+    recorder_.Record(&record);
     {
       std::lock_guard<std::mutex> lock(mu_);
       running_seq_ = 0;
@@ -628,6 +655,7 @@ void Communicator::Worker() {
       }
     }
     if (!result.ok()) Abort(result);
+    ops.clear();  // let go of the clients' buffers now, not at the next operation
   }
   StopPollingSources();
   if (mesh_) mesh_->Close();
@@ -762,7 +790,8 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
   std::vector<uint8_t> split_in;
   std::vector<uint8_t> split_out;
   if (st.ok()) {
-    std::vector<RankBuffers> buffers(static_cast<size_t>(spec_.layout.world_size()));
+    std::vector<RankBuffers>& buffers = buffers_;
+    buffers.assign(static_cast<size_t>(spec_.layout.world_size()), RankBuffers{});
     PlanInput plan{sig, &spec_.layout, spec_.my_node, spec_.algorithm, {}};
     if (sig.collective == Collective::kSplit) {
       // The split's all-gather runs on daemon memory: (color, key) per rank.

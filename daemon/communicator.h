@@ -179,7 +179,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void StartPollingSources();
   void StopPollingSources();
   bool AbortLocked(const Status& reason);
-  FlightRecord StartRecordLocked(uint64_t seq, const PendingOp& p) const;
+  // Fills *r (reusing its memory) with what op `seq` is and when the local
+  // ranks submitted it; the exchange starts now.
+  void StartRecordLocked(uint64_t seq, const PendingOp& p, FlightRecord* r) const;
+  // A new pending slot for op `seq`: a spare one if there is one.
+  std::map<uint64_t, PendingOp>::iterator NewPendingLocked(uint64_t seq);
   // Writes the flight recorder to services_.trace_dir (after a failure).
   void DumpTrace() const;
   void WarnStragglersLocked(std::chrono::steady_clock::time_point now);
@@ -200,6 +204,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::vector<bool> detached_;                 // per local index
   std::vector<uint64_t> next_seq_;             // per local index: expected collective seq
   std::map<uint64_t, PendingOp> pending_;  // by sequence number
+  // Slots of finished operations (every op reset), reused by the next ones:
+  // a small collective should not cost a map node and two vectors.
+  static constexpr size_t kMaxSparePending = 8;
+  std::vector<std::map<uint64_t, PendingOp>::node_type> spare_pending_;
   Status failed_;
   bool ready_ = false;
   bool started_ = false;
@@ -229,6 +237,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::chrono::steady_clock::time_point next_straggler_warning_;
   FlightRecorder recorder_;
   std::vector<uint8_t> scratch_;
+  std::vector<RankBuffers> buffers_;  // RunCollective's, per rank (worker thread only)
 
   // Worker thread only: each local rank's client as of its last operation,
   // and the ones being polled now (non-empty between Start/StopPollingSources).

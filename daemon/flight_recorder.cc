@@ -11,11 +11,16 @@ int64_t FlightRecorder::NowMicros() {
 
 std::string FlightRecord::Op() const { return sig.collective == Collective::kSplit ? "split()" : sig.ToString(); }
 
-void FlightRecorder::Record(FlightRecord r) {
+void FlightRecorder::Record(FlightRecord* r) {
   std::lock_guard<std::mutex> lock(mu_);
   if (capacity_ == 0) return;
-  if (records_.size() == capacity_) records_.pop_front();
-  records_.push_back(std::move(r));
+  if (records_.size() < capacity_) {
+    records_.push_back(std::move(*r));
+    *r = FlightRecord{};
+    return;
+  }
+  std::swap(records_[oldest_], *r);
+  oldest_ = (oldest_ + 1) % capacity_;
 }
 
 size_t FlightRecorder::size() const {
@@ -49,7 +54,7 @@ std::string FlightRecorder::ToJson() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out = "{\"records\": [";
   bool first = true;
-  for (const auto& r : records_) {
+  ForEachLocked([&](const FlightRecord& r) {
     out += first ? "\n" : ",\n";
     first = false;
     out += "  {\"seq\": " + std::to_string(r.seq) + ", \"op\": \"" + JsonEscape(r.Op()) +
@@ -60,7 +65,7 @@ std::string FlightRecorder::ToJson() const {
     }
     out += "], \"start_us\": " + std::to_string(r.start_us) + ", \"end_us\": " + std::to_string(r.end_us) +
            ", \"result\": \"" + JsonEscape(r.result) + "\"}";
-  }
+  });
   out += "\n]}\n";
   return out;
 }
@@ -71,7 +76,7 @@ std::string FlightRecorder::ToChromeTrace(const std::string& node_name, int node
   const std::string pid = std::to_string(node_index);
   out += "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " + pid + ", \"args\": {\"name\": \"" +
          JsonEscape(node_name + " " + comm) + "\"}}";
-  for (const auto& r : records_) {
+  ForEachLocked([&](const FlightRecord& r) {
     const std::string op = r.Op();
     const std::string name = JsonEscape(op.substr(0, op.find('(')) + " #" + std::to_string(r.seq));
     const std::string args = "{\"op\": \"" + JsonEscape(op) + "\", \"seq\": " + std::to_string(r.seq) +
@@ -85,7 +90,7 @@ std::string FlightRecorder::ToChromeTrace(const std::string& node_name, int node
     out += ",\n  {\"name\": \"" + name + " exchange\", \"cat\": \"daemon\", \"ph\": \"X\", \"pid\": " + pid +
            ", \"tid\": -1, \"ts\": " + std::to_string(r.start_us) +
            ", \"dur\": " + std::to_string(std::max<int64_t>(0, r.end_us - r.start_us)) + ", \"args\": " + args + "}";
-  }
+  });
   out += "\n]}\n";
   return out;
 }

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -35,7 +34,11 @@ class FlightRecorder {
  public:
   explicit FlightRecorder(size_t capacity) : capacity_(capacity) {}
 
-  void Record(FlightRecord r);
+  // Keeps *r as the newest record, displacing the oldest once `capacity`
+  // are kept. *r is left holding the displaced record (or an empty one):
+  // the caller fills it again for its next operation, so that recording
+  // reuses the records' memory instead of allocating per operation.
+  void Record(FlightRecord* r);
   size_t size() const;
 
   // {"records": [...]} with every field above.
@@ -47,9 +50,18 @@ class FlightRecorder {
   static int64_t NowMicros();
 
  private:
+  // Calls fn on each record, oldest first. Needs mu_.
+  template <typename Fn>
+  void ForEachLocked(Fn fn) const {
+    const size_t n = records_.size();
+    for (size_t i = 0; i < n; ++i) fn(records_[(oldest_ + i) % n]);
+  }
+
   const size_t capacity_;
   mutable std::mutex mu_;
-  std::deque<FlightRecord> records_;
+  // A ring once full: records_[oldest_] is the oldest.
+  std::vector<FlightRecord> records_;
+  size_t oldest_ = 0;
 };
 
 // Escapes a string for a JSON string literal.

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <vector>
 
 #include "common/mapping.h"
 #include "common/types.h"
@@ -26,9 +25,14 @@ struct LocalOp {
   uint64_t seq = 0;
   OpSignature sig;
   RankBuffers bufs;
-  // Keeps the client's segments mapped while the operation is in flight,
-  // even if the client frees them (or dies) meanwhile.
-  std::vector<std::shared_ptr<Mapping>> holds;
+  // Keep the client's segments mapped while the operation is in flight,
+  // even if the client frees them (or dies) meanwhile: the send and the
+  // receive buffer's segments, and the ring for a stream-ordered op (its
+  // readiness flag lies there). Named members, not a vector: no allocation
+  // per operation.
+  std::shared_ptr<Mapping> send_hold;
+  std::shared_ptr<Mapping> recv_hold;
+  std::shared_ptr<Mapping> ring_hold;
   std::weak_ptr<Session> session;
   // The same client, as the communicator's worker polls it (same object).
   std::weak_ptr<SubmissionSource> source;

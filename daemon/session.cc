@@ -681,19 +681,16 @@ Status Session::Validate(const ipc::Descriptor& d, LocalOp* op, Membership* memb
   op->session = weak_from_this();
   op->source = weak_from_this();
   op->completion = d.completion;
-  std::shared_ptr<Mapping> hold;
   DeviceStaging::Side send_device, recv_device;
-  BATON_RETURN_IF_ERROR(ResolveBuffer(d.send, send_bytes, "send", &op->bufs.send, &hold, &send_device));
-  if (hold) op->holds.push_back(std::move(hold));
-  BATON_RETURN_IF_ERROR(ResolveBuffer(d.recv, recv_bytes, "receive", &op->bufs.recv, &hold, &recv_device));
-  if (hold) op->holds.push_back(std::move(hold));
+  BATON_RETURN_IF_ERROR(ResolveBuffer(d.send, send_bytes, "send", &op->bufs.send, &op->send_hold, &send_device));
+  BATON_RETURN_IF_ERROR(ResolveBuffer(d.recv, recv_bytes, "receive", &op->bufs.recv, &op->recv_hold, &recv_device));
   op->bufs.send_bytes = send_bytes;
   op->bufs.recv_bytes = recv_bytes;
   if (send_device.segment || recv_device.segment || checked.stream_ordered) {
     std::atomic<uint32_t>* ready =
         checked.stream_ordered ? &ring_view_.completions[d.completion].stream_ready : nullptr;
     op->device = std::make_shared<DeviceStaging>(std::move(send_device), std::move(recv_device), ready);
-    if (ready) op->holds.push_back(ring_);  // `ready` lies in the ring
+    if (ready) op->ring_hold = ring_;
   }
   return Status::Ok();
 }

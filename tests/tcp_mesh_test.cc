@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "tests/allocation_counter.h"
 #include "transports/tcp/tcp_mesh.h"
 #include "transports/tcp/wire.h"
 
@@ -146,6 +147,35 @@ TEST_P(TcpMeshLanes, MixedSizesArriveWholeAndInOrderBothWays) {
     ExpectDelivered(s01, "node 0 to node 1");
     ExpectDelivered(s10, "node 1 to node 0");
   }
+}
+
+// A small collective's exchange (a signal and 8 bytes each way, one of
+// them folded) allocates nothing once the mesh has carried one like it.
+TEST_P(TcpMeshLanes, ASmallExchangeAllocatesNothingOnceWarm) {
+  MeshPair p = MakeMeshes(GetParam());
+  const std::vector<size_t> sizes = {0, 8};
+  int allocations = 0;
+  for (uint64_t seq = 1; seq <= 10; ++seq) {
+    Stream s01 = MakeStream(0, sizes), s10 = MakeStream(1, sizes);
+    std::vector<NetOp> ops0, ops1;
+    AddOps(1, s01, s10, &ops0);
+    AddOps(0, s10, s01, &ops1);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    Status st1;
+    std::thread t([&] { st1 = p.mesh[1]->Exchange(ops1, Stamp(seq), kAddBytes, deadline); });
+    Status st0;
+    {
+      baton::testing::AllocationCounter counter;
+      st0 = p.mesh[0]->Exchange(ops0, Stamp(seq), kAddBytes, deadline);
+      if (seq > 2) allocations += counter.count();
+    }
+    t.join();
+    ASSERT_TRUE(st0.ok()) << st0.ToString();
+    ASSERT_TRUE(st1.ok()) << st1.ToString();
+    ExpectDelivered(s01, "node 0 to node 1");
+    ExpectDelivered(s10, "node 1 to node 0");
+  }
+  EXPECT_EQ(allocations, 0) << "allocations in 8 warm exchanges";
 }
 
 INSTANTIATE_TEST_SUITE_P(OneAndTwoLanes, TcpMeshLanes, ::testing::Values(1, 2),

@@ -90,10 +90,39 @@ bool CopyField(char* dst, size_t cap, const std::string& value) {
   return true;
 }
 
+// Requests are recycled per thread: a small blocking collective should not
+// cost a malloc and a free in the client either.
+constexpr size_t kSpareRequests = 16;
+thread_local std::vector<std::unique_ptr<baton_request>> t_spare_requests;
+
+baton_request* NewRequest(baton_comm* comm) {
+  if (t_spare_requests.empty()) {
+    auto* req = new baton_request;
+    req->comm = comm;
+    return req;
+  }
+  baton_request* req = t_spare_requests.back().release();
+  t_spare_requests.pop_back();
+  req->comm = comm;
+  return req;
+}
+
+void FreeRequest(baton_request* req) {
+  if (t_spare_requests.size() >= kSpareRequests) {
+    delete req;
+    return;
+  }
+  req->copy_out.clear();  // keep the capacity
+  req->staged.clear();
+  req->slot = 0;
+  req->spin = {};
+  t_spare_requests.emplace_back(req);
+}
+
 void ReleaseRequest(baton_request* req) {
   for (void* p : req->staged) req->comm->conn->ReleaseStaging(p);
   req->comm->conn->ReleaseCompletion(req->slot);
-  delete req;
+  FreeRequest(req);
 }
 
 // How long a wait for an operation of `bytes` (per rank) polls before it
@@ -191,7 +220,7 @@ void ReapStreamOps(baton_comm* comm, bool wait) {
         for (baton_request* r : comm->stream_ops) {
           comm->conn->completion(r->slot).stream_done.store(1, std::memory_order_release);
           comm->conn->Orphan(r->slot);  // the connection is dead: never reused
-          delete r;
+          FreeRequest(r);
         }
         comm->stream_ops.clear();
         return;
@@ -383,12 +412,11 @@ baton_result_t Submit(Collective coll, const void* send, void* recv, size_t coun
   if (comm->fast && out == nullptr && t_group_depth == 0 && !stream.on_stream && comm->fast->Accepts(sig)) {
     return RunOnFastPath(comm, sig, send, recv, send_bytes, recv_bytes);
   }
-  auto* req = new baton_request;
-  req->comm = comm;
+  baton_request* req = NewRequest(comm);
   req->spin = WaitSpinFor(std::max(send_bytes, recv_bytes));
   Status st = comm->conn->AcquireCompletion(&req->slot);
   if (!st.ok()) {
-    delete req;
+    FreeRequest(req);
     return Fail(st);
   }
   ipc::Descriptor d{};
@@ -421,7 +449,7 @@ baton_result_t Submit(Collective coll, const void* send, void* recv, size_t coun
       // never reuse it.
       comm->conn->Orphan(req->slot);
       for (void* p : req->staged) comm->conn->ReleaseStaging(p);
-      delete req;
+      FreeRequest(req);
       return Fail(st.WithContext(std::string(name) + ": "));
     }
     d.flags |= ipc::kDescStreamOrdered;
@@ -466,7 +494,7 @@ baton_result_t Destroy(baton_comm_t comm, bool abort) {
   Status st = comm->conn->Call(&req, sizeof req, &reply);
   for (baton_request* r : comm->stream_ops) {
     comm->conn->Orphan(r->slot);
-    delete r;
+    FreeRequest(r);
   }
   delete comm;
   return st.ok() ? baton_success : Fail(st);

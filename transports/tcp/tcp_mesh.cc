@@ -110,6 +110,17 @@ struct TcpMesh::Run {
     return st.ok() ? Status::Internal("unexpected message header from " + mesh->DescribePeer(NodeOf(lane))) : st;
   }
 
+  // A lane's sends, and its receives, are each one chain of operations:
+  // their handlers take the lane's memory for the chain, not the heap.
+  template <typename Handler>
+  WithMemory<Handler> OnSend(size_t lane, Handler h) {
+    return WithMemory<Handler>(mesh->lanes_[lane].send_memory.get(), std::move(h));
+  }
+  template <typename Handler>
+  WithMemory<Handler> OnRecv(size_t lane, Handler h) {
+    return WithMemory<Handler>(mesh->lanes_[lane].recv_memory.get(), std::move(h));
+  }
+
   void SendNext(size_t lane) {
     LaneWork& w = work[lane];
     if (!error.ok() || w.next_send == w.sends.size()) return;
@@ -124,12 +135,12 @@ struct TcpMesh::Run {
       w.out_buffers[2 * k + 1] = asio::buffer(op->data, op->bytes);
     }
     asio::async_write(Socket(lane), std::span<const asio::const_buffer>(w.out_buffers.data(), 2 * n),
-                      [this, lane, n](const boost::system::error_code& ec, size_t) {
+                      OnSend(lane, [this, lane, n](const boost::system::error_code& ec, size_t) {
                         if (ec) return Fail(SocketError(lane, ec, "sending to"));
                         work[lane].next_send += n;
                         remaining -= n;
                         SendNext(lane);
-                      });
+                      }));
   }
 
   void RecvNext(size_t lane) {
@@ -137,7 +148,7 @@ struct TcpMesh::Run {
     if (!error.ok() || w.next_recv == w.recvs.size()) return;
     if (w.recvs[w.next_recv]->bytes <= kSmallMessageMaxBytes) return RecvSmall(lane);
     asio::async_read(Socket(lane), asio::buffer(&w.in_header, sizeof w.in_header),
-                     [this, lane](const boost::system::error_code& ec, size_t) {
+                     OnRecv(lane, [this, lane](const boost::system::error_code& ec, size_t) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
                        LaneWork& lw = work[lane];
                        const NetOp* op = lw.recvs[lw.next_recv];
@@ -149,7 +160,7 @@ struct TcpMesh::Run {
                        } else {
                          RecvReduceChunk(lane, op, 0);
                        }
-                     });
+                     }));
   }
 
   void RecvDone(size_t lane) {
@@ -181,11 +192,12 @@ struct TcpMesh::Run {
     LaneWork& w = work[lane];
     uint8_t* buf = mesh->lanes_[lane].small_in.data();
     asio::async_read(Socket(lane), asio::buffer(buf + w.batch_have, w.batch_bytes - w.batch_have),
-                     asio::transfer_at_least(at_least), [this, lane](const boost::system::error_code& ec, size_t got) {
+                     asio::transfer_at_least(at_least),
+                     OnRecv(lane, [this, lane](const boost::system::error_code& ec, size_t got) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
                        work[lane].batch_have += got;
                        DeliverSmall(lane);
-                     });
+                     }));
   }
 
   // Delivers the messages of the batch that have arrived whole, then reads
@@ -224,10 +236,10 @@ struct TcpMesh::Run {
 
   void RecvBody(size_t lane, const NetOp* op) {
     asio::async_read(Socket(lane), asio::buffer(op->data, op->bytes),
-                     [this, lane](const boost::system::error_code& ec, size_t) {
+                     OnRecv(lane, [this, lane](const boost::system::error_code& ec, size_t) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
                        RecvDone(lane);
-                     });
+                     }));
   }
 
   void RecvReduceChunk(size_t lane, const NetOp* op, uint64_t offset) {
@@ -236,11 +248,11 @@ struct TcpMesh::Run {
     if (staging.empty()) staging.resize(kStagingBytes);
     const uint64_t n = std::min<uint64_t>(kStagingBytes, op->bytes - offset);
     asio::async_read(Socket(lane), asio::buffer(staging.data(), n),
-                     [this, lane, op, offset, n](const boost::system::error_code& ec, size_t) {
+                     OnRecv(lane, [this, lane, op, offset, n](const boost::system::error_code& ec, size_t) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
                        Fold(op, offset, mesh->lanes_[lane].staging.data(), n);
                        RecvReduceChunk(lane, op, offset + n);
-                     });
+                     }));
   }
 };
 

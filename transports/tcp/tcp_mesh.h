@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "transports/tcp/handler_memory.h"
 #include "transports/mesh.h"
 
 namespace baton::tcp {
@@ -62,6 +63,10 @@ class TcpMesh final : public Mesh {
   // Lane l to node n is lanes_[n * lanes_per_peer_ + l] (null for this node).
   struct Lane {
     std::unique_ptr<boost::asio::ip::tcp::socket> socket;
+    // For the handlers of the lane's send chain and its receive chain (in
+    // the heap so that a Lane can move while the blocks stay put).
+    std::unique_ptr<HandlerMemory> send_memory = std::make_unique<HandlerMemory>();
+    std::unique_ptr<HandlerMemory> recv_memory = std::make_unique<HandlerMemory>();
     std::vector<uint8_t> staging;  // for reducing receives
     std::vector<uint8_t> small_in;  // a batch of small messages with their headers
   };
