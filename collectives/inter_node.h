@@ -35,6 +35,40 @@ void RingAllGather(ScheduleBuilder& b, int node, int num_nodes, const Region& wo
 // Every node sends its partition to every other node in one phase.
 void DirectAllGather(ScheduleBuilder& b, int node, int num_nodes, const Region& work, const Partitions& parts);
 
+// Recursive halving and doubling (Rabenseifner), among `members` (node
+// indices; a power-of-two count), `me` being this node's position in it.
+// HalvingReduceScatter: log2 M steps; at each, this node and its partner
+// split the partitions they still reduce, send the half the partner keeps
+// and fold in the half they keep. Afterwards member j's partitions[j] holds
+// the reduction over all members, reduced in exactly one place (so every
+// node later sees identical bits). `input` as for RingReduceScatter.
+// DoublingAllGather: the reverse, log2 M steps, each doubling the
+// partitions a node holds, until every member has all of them.
+// Same bytes as the ring (2(M-1)/M of the vector), in 2 log2 M phases
+// instead of 2(M-1).
+void HalvingReduceScatter(ScheduleBuilder& b, const std::vector<int>& members, int me, const Region& work,
+                          const Partitions& parts, const Region* input = nullptr);
+void DoublingAllGather(ScheduleBuilder& b, const std::vector<int>& members, int me, const Region& work,
+                       const Partitions& parts);
+// AllReduce by halving and doubling over any node count: with N not a
+// power of two, the first 2r nodes (r = N - 2^floor(log2 N)) pair up, the
+// even one of each pair hands its vector to the odd one before and gets
+// the result back after (two more phases for those pairs).
+void HalvingDoublingAllReduce(ScheduleBuilder& b, int node, int num_nodes, const Region& work, uint64_t count,
+                              uint64_t elem_size, const Region* input = nullptr);
+
+// Double-binary-tree AllReduce (binary_tree.h): half t of the vector goes
+// up tree t in chunks of about `chunk_bytes`, every node folding its
+// children's partials into its own before passing a chunk to its parent,
+// then back down from the root. A chunk moves one level per phase and the
+// next chunk follows one phase behind, so all levels work at once: K chunks
+// take K + height + depth phases. Each element is reduced along one tree,
+// in an order the schedule fixes, and the root's result is what everyone
+// gets: identical bits on every node, the same from run to run.
+// `work` holds this node's contribution on entry and the result on return.
+void DoubleTreeAllReduce(ScheduleBuilder& b, int node, int num_nodes, const Region& work, uint64_t count,
+                         uint64_t elem_size, uint64_t chunk_bytes);
+
 // Recursive doubling: log2(N) exchanges of the whole vector; N must be a power of two.
 // Both partners combine the same two partial results, so results are identical.
 void RecursiveDoublingAllReduce(ScheduleBuilder& b, int node, int num_nodes, const Region& work);

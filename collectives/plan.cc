@@ -29,6 +29,15 @@ struct Ctx {
   Algorithm algo;
 };
 
+bool PowerOfTwo(int n) { return std::has_single_bit(static_cast<unsigned>(n)); }
+
+// Nodes 0..n-1, as the members of halving and doubling.
+std::vector<int> AllNodes(int n) {
+  std::vector<int> all(static_cast<size_t>(n));
+  for (int j = 0; j < n; ++j) all[j] = j;
+  return all;
+}
+
 Region SendBuf(int rank, uint64_t off, uint64_t len) { return {BufKind::kSend, rank, off, len}; }
 Region RecvBuf(int rank, uint64_t off, uint64_t len) { return {BufKind::kRecv, rank, off, len}; }
 
@@ -55,11 +64,29 @@ void InterNodeAllReduce(Ctx& c, const Region& work, const Region* input = nullpt
       if (input != nullptr) c.b.Copy(*input, work);
       DirectAllReduce(c.b, c.node, c.num_nodes, work);
       return;
+    case Algorithm::kDoubleTree:
+      if (input != nullptr) c.b.Copy(*input, work);
+      DoubleTreeAllReduce(c.b, c.node, c.num_nodes, work, c.in.sig.count, c.esize, kPipelineChunkBytes);
+      return;
+    case Algorithm::kHalvingDoubling:
+      HalvingDoublingAllReduce(c.b, c.node, c.num_nodes, work, c.in.sig.count, c.esize, input);
+      return;
     default: {
       const Partitions parts = EvenChunks(c.in.sig.count, c.esize, c.num_nodes);
       RingReduceScatter(c.b, c.node, c.num_nodes, work, parts, input);
       RingAllGather(c.b, c.node, c.num_nodes, work, parts);
     }
+  }
+}
+
+// Node j ends with the reduction of its ranks' blocks: by the ring, or by
+// recursive halving for a power-of-two node count.
+void InterNodeReduceScatter(Ctx& c, const Region& work, const Region* input = nullptr) {
+  const Partitions parts = RankBlocks(c.layout, c.bytes);
+  if (c.algo == Algorithm::kHalvingDoubling && PowerOfTwo(c.num_nodes)) {
+    HalvingReduceScatter(c.b, AllNodes(c.num_nodes), c.node, work, parts, input);
+  } else {
+    RingReduceScatter(c.b, c.node, c.num_nodes, work, parts, input);
   }
 }
 
@@ -84,10 +111,15 @@ void PlanReduce(Ctx& c) {
   const Region work = is_root_node ? RecvBuf(root, 0, c.bytes) : c.b.Scratch(c.bytes);
   LocalReduce(c, is_root_node ? root : c.local.front(), work, c.bytes);
   if (c.num_nodes > 1) {
-    if (c.algo == Algorithm::kRing) {
-      // Reduce-scatter, then every node hands its finished chunk to the root.
+    if (c.algo == Algorithm::kRing || c.algo == Algorithm::kHalvingDoubling || c.algo == Algorithm::kDoubleTree) {
+      // Reduce-scatter, then every node hands its finished chunk to the root
+      // (the trees are AllReduce's only: a Reduce asked for them takes the ring).
       const Partitions parts = EvenChunks(c.in.sig.count, c.esize, c.num_nodes);
-      RingReduceScatter(c.b, c.node, c.num_nodes, work, parts);
+      if (c.algo == Algorithm::kHalvingDoubling && PowerOfTwo(c.num_nodes)) {
+        HalvingReduceScatter(c.b, AllNodes(c.num_nodes), c.node, work, parts);
+      } else {
+        RingReduceScatter(c.b, c.node, c.num_nodes, work, parts);
+      }
       for (int j = 0; j < c.num_nodes; ++j) {
         if (j == root_node) continue;
         const auto [off, len] = parts[j].front();
@@ -129,7 +161,10 @@ void PlanBroadcast(Ctx& c) {
   const Region src = SendBuf(root, 0, c.bytes);
   const Region landing = c.node == root_node ? src : RecvBuf(c.local.front(), 0, c.bytes);
   if (c.num_nodes > 1) {
-    const bool pipelined = c.algo == Algorithm::kRing;
+    // Halving-doubling and the trees have no broadcast of their own: they
+    // chain, like the ring.
+    const bool pipelined =
+        c.algo == Algorithm::kRing || c.algo == Algorithm::kHalvingDoubling || c.algo == Algorithm::kDoubleTree;
     BroadcastBetweenNodes(c.b, c.node, c.num_nodes, root_node, src, landing, pipelined);
   }
   for (int r : c.local) c.b.Copy(landing, RecvBuf(r, 0, c.bytes));
@@ -143,6 +178,8 @@ void PlanAllGather(Ctx& c) {
     const Partitions parts = RankBlocks(c.layout, c.bytes);
     if (c.algo == Algorithm::kRing) {
       RingAllGather(c.b, c.node, c.num_nodes, work, parts);
+    } else if (c.algo == Algorithm::kHalvingDoubling && PowerOfTwo(c.num_nodes)) {
+      DoublingAllGather(c.b, AllNodes(c.num_nodes), c.node, work, parts);
     } else {
       DirectAllGather(c.b, c.node, c.num_nodes, work, parts);
     }
@@ -157,12 +194,10 @@ void PlanReduceScatter(Ctx& c) {
     // One rank on this node: the ring folds from its input directly (as in
     // PlanAllReduce), saving the copy of all world blocks into scratch.
     const Region input = SendBuf(c.local.front(), 0, c.bytes * world);
-    RingReduceScatter(c.b, c.node, c.num_nodes, work, RankBlocks(c.layout, c.bytes), &input);
+    InterNodeReduceScatter(c, work, &input);
   } else {
     LocalReduce(c, c.local.front(), work, c.bytes * world);
-    if (c.num_nodes > 1) {
-      RingReduceScatter(c.b, c.node, c.num_nodes, work, RankBlocks(c.layout, c.bytes));
-    }
+    if (c.num_nodes > 1) InterNodeReduceScatter(c, work);
   }
   for (int r : c.local) {
     const Region block = work.Sub(static_cast<uint64_t>(r) * c.bytes, c.bytes);

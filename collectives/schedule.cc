@@ -53,6 +53,8 @@ const char* AlgorithmName(Algorithm a) {
     case Algorithm::kRing: return "ring";
     case Algorithm::kRecursiveDoubling: return "recursive_doubling";
     case Algorithm::kDirect: return "direct";
+    case Algorithm::kHalvingDoubling: return "halving_doubling";
+    case Algorithm::kDoubleTree: return "tree";
   }
   return "?";
 }
@@ -62,6 +64,8 @@ bool ParseAlgorithm(const std::string& name, Algorithm* out) {
   else if (name == "ring") *out = Algorithm::kRing;
   else if (name == "rd" || name == "recursive_doubling") *out = Algorithm::kRecursiveDoubling;
   else if (name == "direct") *out = Algorithm::kDirect;
+  else if (name == "tree") *out = Algorithm::kDoubleTree;
+  else if (name == "hd" || name == "halving_doubling" || name == "rabenseifner") *out = Algorithm::kHalvingDoubling;
   else return false;
   return true;
 }

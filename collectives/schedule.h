@@ -69,9 +69,11 @@ struct Schedule {
   std::string ToString() const;  // one line per step, for logs and tests
 };
 
-enum class Algorithm { kAuto, kRing, kRecursiveDoubling, kDirect };
+enum class Algorithm { kAuto, kRing, kRecursiveDoubling, kDirect, kHalvingDoubling, kDoubleTree };
 const char* AlgorithmName(Algorithm a);
-// Accepts "ring", "rd"/"recursive_doubling", "direct", "auto".
+// Accepts "ring", "rd"/"recursive_doubling", "hd"/"rabenseifner"/
+// "halving_doubling" (too long for a client's BATON_ALGO), "tree", "direct",
+// "auto".
 bool ParseAlgorithm(const std::string& name, Algorithm* out);
 
 struct PlanInput {

@@ -84,7 +84,7 @@ struct CommInitRequest {
   int32_t nranks;
   int32_t rank;
   uint32_t timeout_ms;  // collective timeout; 0 = daemon default
-  char algorithm[16];   // BATON_ALGO of the rank: auto, ring, rd, direct ("" = auto)
+  char algorithm[16];   // BATON_ALGO of the rank: auto, ring, hd, tree, rd, direct ("" = auto)
 };
 
 struct CommSplitRequest {

@@ -315,7 +315,7 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
   std::string algo_name;
   if (!FixedString(req.algorithm, sizeof req.algorithm, &algo_name) || !ParseAlgorithm(algo_name, &algo)) {
     return Reply(req.h.request_id, Status::InvalidArgument("BATON_ALGO '" + algo_name +
-                                                           "' is not one of auto, ring, rd, direct"));
+                                                           "' is not one of auto, ring, hd, tree, rd, direct"));
   }
   if (Status st = ReserveJoin(); !st.ok()) return Reply(req.h.request_id, st);
   bool held = false;

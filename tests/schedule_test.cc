@@ -113,7 +113,8 @@ TEST_P(ScheduleMatrix, EveryTypeOpCountAndAlgorithm) {
     for (uint32_t o = 0; o < kNumRedOps; ++o) {
       if (!IsReduction(coll) && o > 0) break;
       for (uint64_t count : counts) {
-        for (Algorithm algo : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kDirect}) {
+        for (Algorithm algo : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kDirect,
+                               Algorithm::kHalvingDoubling, Algorithm::kDoubleTree}) {
           for (bool in_place : {false, true}) {
             OpSignature sig{coll, static_cast<DataType>(t), static_cast<RedOp>(o), -1, count};
             sig.root = HasRoot(coll) ? layout.world_size() - 1 : -1;
@@ -140,6 +141,22 @@ TEST(ScheduleLarge, MillionElementsEveryCollective) {
   for (Collective c : kCollectives) {
     OpSignature sig{c, DataType::kFloat32, RedOp::kSum, HasRoot(c) ? 2 : -1, (1u << 20) + 1};
     RunAndCheck(layout, sig, Algorithm::kAuto, false);
+  }
+}
+
+// Halving-doubling and the double tree on vectors of several pipeline
+// chunks per tree, on a power-of-two and an uneven node count.
+TEST(ScheduleLarge, HalvingDoublingAndTreesOverManyChunks) {
+  for (const std::vector<int>& node_of_rank : {std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3}, {0, 1, 1, 2, 2, 2}}) {
+    NodeLayout layout;
+    ASSERT_TRUE(NodeLayout::FromNodeOfRank(node_of_rank, &layout).ok());
+    for (Algorithm algo : {Algorithm::kHalvingDoubling, Algorithm::kDoubleTree}) {
+      for (RedOp op : {RedOp::kSum, RedOp::kMax}) {
+        const OpSignature sig{Collective::kAllReduce, DataType::kFloat32, op, -1, (3u << 20) + 5};
+        RunAndCheck(layout, sig, algo, false);
+        if (HasFailure()) return;
+      }
+    }
   }
 }
 

@@ -71,7 +71,7 @@ typedef struct {
   const char* daemon_socket;  /* BATON_SOCKET; default /run/baton/batond.sock */
   const char* rendezvous;     /* BATON_RENDEZVOUS (host:port); default: the daemon's */
   const char* secret;         /* BATON_JOB_SECRET */
-  const char* algorithm;      /* BATON_ALGO: auto, ring, rd, direct */
+  const char* algorithm;      /* BATON_ALGO: auto, ring, hd, tree, rd, direct */
   double timeout_seconds;     /* BATON_TIMEOUT; default 300 */
 } baton_config_t;
 
