@@ -66,6 +66,9 @@ struct baton_request {
 
 namespace {
 
+// batond's --socket default (daemon/options.h).
+constexpr const char* kDefaultSocket = "/run/baton/batond.sock";
+
 thread_local std::string t_last_error;
 thread_local int t_group_depth = 0;
 thread_local std::vector<baton_request*> t_group_blocking;  // blocking calls deferred to group end
@@ -534,7 +537,7 @@ baton_result_t baton_comm_init_config(baton_comm_t* comm, int nranks, int rank, 
     return Fail(Code::kInvalidArgument, "baton_comm_init: rank " + std::to_string(rank) + " of " +
                                             std::to_string(nranks) + " is not valid");
   }
-  const std::string socket = EnvOr(c.daemon_socket, "BATON_SOCKET", "/run/baton/batond.sock");
+  const std::string socket = EnvOr(c.daemon_socket, "BATON_SOCKET", kDefaultSocket);
   double timeout = c.timeout_seconds;
   if (timeout <= 0) {
     const std::string t = EnvOr(nullptr, "BATON_TIMEOUT", "0");
@@ -660,7 +663,7 @@ baton_result_t baton_comm_user_rank(baton_comm_t comm, int* rank) {
 baton_result_t baton_mem_alloc(void** ptr, size_t size) {
   if (ptr == nullptr || size == 0) return Fail(Code::kInvalidArgument, "baton_mem_alloc: NULL pointer or zero size");
   DaemonConnection* conn = nullptr;
-  Status st = DaemonConnection::Default(EnvOr(nullptr, "BATON_SOCKET", "/run/baton/batond.sock"), &conn);
+  Status st = DaemonConnection::Default(kDefaultSocket, &conn);
   if (st.ok()) st = conn->Alloc(size, ptr);
   return st.ok() ? baton_success : Fail(st);
 }
@@ -670,7 +673,7 @@ baton_result_t baton_mem_alloc_device(void** ptr, size_t size, int device) {
     return Fail(Code::kInvalidArgument, "baton_mem_alloc_device: NULL pointer or zero size");
   }
   DaemonConnection* conn = nullptr;
-  Status st = DaemonConnection::Default(EnvOr(nullptr, "BATON_SOCKET", "/run/baton/batond.sock"), &conn);
+  Status st = DaemonConnection::Default(kDefaultSocket, &conn);
   if (st.ok()) st = conn->AllocDevice(device, size, ptr);
   return st.ok() ? baton_success : Fail(st.WithContext("baton_mem_alloc_device: "));
 }
@@ -686,7 +689,7 @@ baton_result_t baton_comm_mem_alloc_device(baton_comm_t comm, void** ptr, size_t
 baton_result_t baton_get_daemon_rendezvous(char* address, size_t size) {
   if (address == nullptr || size == 0) return Fail(Code::kInvalidArgument, "baton_get_daemon_rendezvous: NULL buffer");
   DaemonConnection* conn = nullptr;
-  Status st = DaemonConnection::Get(EnvOr(nullptr, "BATON_SOCKET", "/run/baton/batond.sock"), &conn);
+  Status st = DaemonConnection::Get(EnvOr(nullptr, "BATON_SOCKET", kDefaultSocket), &conn);
   if (!st.ok()) return Fail(st);
   const std::string& rv = conn->rendezvous();
   if (rv.size() + 1 > size) {

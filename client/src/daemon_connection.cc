@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -25,8 +26,8 @@ std::vector<DaemonConnection*>* g_retired = new std::vector<DaemonConnection*>; 
 DaemonConnection* g_first = nullptr;
 }  // namespace
 
-Status DaemonConnection::Default(const std::string& socket_path, DaemonConnection** out) {
-  std::string path = socket_path;
+Status DaemonConnection::Default(const std::string& fallback_path, DaemonConnection** out) {
+  std::string path = fallback_path;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_first != nullptr) {
@@ -37,6 +38,7 @@ Status DaemonConnection::Default(const std::string& socket_path, DaemonConnectio
       path = g_first->socket_path();  // reconnect to the daemon that replaced it
     }
   }
+  if (const char* env = std::getenv("BATON_SOCKET"); env != nullptr && *env != '\0') path = env;
   return Get(path, out);
 }
 

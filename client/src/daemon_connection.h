@@ -26,8 +26,12 @@ class DaemonConnection {
   // first use. (A process normally talks to one daemon; tests that run
   // several simulated nodes in one process talk to several.)
   static Status Get(const std::string& socket_path, DaemonConnection** out);
-  // The first connection this process made, or a new one to `socket_path`.
-  static Status Default(const std::string& socket_path, DaemonConnection** out);
+  // The connection for calls that name no communicator (baton_mem_alloc):
+  // the first connection this process made, while its daemon lives. With
+  // none, or once that daemon died: $BATON_SOCKET if set (where the
+  // launcher or operator says the daemon is now), else the first
+  // connection's path (a daemon restarted in place), else `fallback_path`.
+  static Status Default(const std::string& fallback_path, DaemonConnection** out);
   // Frees `ptr` on whichever connection allocated it (shared memory, or
   // device memory from baton_mem_alloc_device).
   static Status FreeAnywhere(void* ptr);
