@@ -26,8 +26,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Two ends of one loopback TCP connection.
-std::pair<UniqueFd, UniqueFd> ConnectedPair() {
+// Two ends of one loopback TCP connection (client, server); a non-zero
+// `client_rcvbuf` is set before connecting, so that the window it implies
+// is the one negotiated (shrinking it later makes the kernel drop data).
+std::pair<UniqueFd, UniqueFd> ConnectedPair(int client_rcvbuf = 0) {
   UniqueFd listener(::socket(AF_INET, SOCK_STREAM, 0));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -37,6 +39,9 @@ std::pair<UniqueFd, UniqueFd> ConnectedPair() {
   EXPECT_EQ(::listen(listener.get(), 1), 0);
   EXPECT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
   UniqueFd client(::socket(AF_INET, SOCK_STREAM, 0));
+  if (client_rcvbuf > 0) {
+    EXPECT_EQ(::setsockopt(client.get(), SOL_SOCKET, SO_RCVBUF, &client_rcvbuf, sizeof client_rcvbuf), 0);
+  }
   EXPECT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   UniqueFd server(::accept(listener.get(), nullptr, nullptr));
   int one = 1;
@@ -204,6 +209,51 @@ std::vector<uint8_t> Framed(const MessageStamp& stamp, uint32_t index, const std
   std::memcpy(out.data(), &h, sizeof h);
   out.insert(out.end(), body.begin(), body.end());
   return out;
+}
+
+// Small messages sent straight from the exchange (not through Asio) into a
+// socket that takes only part of the batch: the rest follows, whole and in
+// order, once the far end reads.
+TEST(TcpMesh, ASmallBatchLargerThanTheSocketBufferGoesOutWhole) {
+  const int small_buffer = 4096;
+  auto [a, b] = ConnectedPair(small_buffer);
+  ASSERT_EQ(::setsockopt(b.get(), SOL_SOCKET, SO_SNDBUF, &small_buffer, sizeof small_buffer), 0);
+  std::vector<std::vector<UniqueFd>> sockets(2);
+  sockets[0].push_back(std::move(b));
+  TcpMesh mesh(std::vector<std::string>{"raw peer", "self"}, std::move(sockets), 20us);
+  UniqueFd far = std::move(a);
+  const MessageStamp stamp = Stamp(4);
+  // 64 batches of 8 messages of 4000 B: far more than both buffers hold.
+  constexpr uint32_t kMessages = 512;
+  std::vector<std::vector<uint8_t>> bodies;
+  std::vector<NetOp> ops;
+  for (uint32_t i = 0; i < kMessages; ++i) {
+    bodies.emplace_back(4000);
+    for (size_t k = 0; k < 4000; ++k) bodies.back()[k] = Pattern(0, i, k);
+  }
+  for (uint32_t i = 0; i < kMessages; ++i) ops.push_back({NetOp::kSend, 0, bodies[i].data(), 4000, i});
+  std::vector<uint8_t> wire;
+  std::thread reader([&] {
+    std::this_thread::sleep_for(100ms);  // let the sender fill the socket first
+    const size_t want = kMessages * (sizeof(DataHeader) + 4000);
+    wire.resize(want);
+    size_t have = 0;
+    while (have < want) {
+      const ssize_t got = ::recv(far.get(), wire.data() + have, want - have, 0);
+      ASSERT_GT(got, 0);
+      have += static_cast<size_t>(got);
+    }
+  });
+  const Status st = mesh.Exchange(ops, stamp, kAddBytes, std::chrono::steady_clock::now() + 30s);
+  reader.join();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  for (uint32_t i = 0; i < kMessages; ++i) {
+    DataHeader h;
+    const uint8_t* at = wire.data() + i * (sizeof h + 4000);
+    std::memcpy(&h, at, sizeof h);
+    ASSERT_TRUE(HeaderMatches(h, stamp, i, 4000)) << "message " << i;
+    ASSERT_EQ(std::memcmp(at + sizeof h, bodies[i].data(), 4000), 0) << "message " << i;
+  }
 }
 
 // The batch [0 B, 8 B, 4 B] arrives one byte per segment: every partial

@@ -7,7 +7,8 @@
 // together with their headers, into a per-lane buffer, and small messages
 // queued back to back on a lane are sent and received together: a system
 // call per batch, not two per message, which is a good part of the time of
-// a small collective.
+// a small collective. That call is made straight from the exchange; Asio
+// waits only for what the socket could not take or did not have yet.
 //
 // Why several lanes: one TCP flow rarely fills a fast NIC (one receive
 // queue, one core's softirq, one congestion window; ECMP pins it to one
