@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 namespace baton {
@@ -39,24 +39,24 @@ PhaseCost CostOfPhase(const Phase& phase, const LinkParams& link) {
   for (const Step& s : phase.steps) {
     if (s.IsNetwork()) ++messages;
     switch (s.kind) {
-        case StepKind::kCopy:
-        case StepKind::kReduce:
-          local += s.src.bytes;
-          break;
-        case StepKind::kDivide:
-          local += s.dst.bytes;
-          break;
-        case StepKind::kSend:
-          sent += s.src.bytes;
-          break;
-        case StepKind::kRecv:
-          received += s.dst.bytes;
-          break;
-        case StepKind::kRecvReduce:
-          received += s.dst.bytes;
-          reduced_on_receipt += s.dst.bytes;
-          break;
-      }
+      case StepKind::kCopy:
+      case StepKind::kReduce:
+        local += s.src.bytes;
+        break;
+      case StepKind::kDivide:
+        local += s.dst.bytes;
+        break;
+      case StepKind::kSend:
+        sent += s.src.bytes;
+        break;
+      case StepKind::kRecv:
+        received += s.dst.bytes;
+        break;
+      case StepKind::kRecvReduce:
+        received += s.dst.bytes;
+        reduced_on_receipt += s.dst.bytes;
+        break;
+    }
   }
   PhaseCost c;
   c.local_us = static_cast<double>(local + reduced_on_receipt) * local_ns_per_byte / 1e3;
@@ -153,6 +153,9 @@ std::vector<AlgorithmCost> RankAlgorithms(const PlanInput& in, const LinkParams&
   if (in.layout != nullptr && std::has_single_bit(static_cast<unsigned>(in.layout->num_nodes()))) {
     candidates.insert(candidates.begin() + 2, Algorithm::kRecursiveDoubling);
   }
+  // One shape whatever is asked: price it once (every node's schedule of a
+  // large AllToAll is big).
+  if (!AlgorithmMatters(in.sig.collective)) candidates = {Algorithm::kRing};
   std::vector<AlgorithmCost> out;
   const int num_nodes = in.layout != nullptr ? in.layout->num_nodes() : 0;
   for (Algorithm a : candidates) {

@@ -291,6 +291,20 @@ void AddSignatureRing(Schedule* s, int node, int num_nodes) {
 
 }  // namespace
 
+bool AlgorithmMatters(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce:
+    case Collective::kReduce:
+    case Collective::kBroadcast:
+    case Collective::kAllGather:
+    case Collective::kSplit:
+    case Collective::kReduceScatter:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Algorithm ChooseAlgorithm(const OpSignature& sig, int num_nodes, Algorithm requested) {
   const bool pow2 = std::has_single_bit(static_cast<unsigned>(num_nodes));
   if (requested == Algorithm::kRecursiveDoubling && !pow2) return Algorithm::kDirect;

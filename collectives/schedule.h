@@ -94,6 +94,10 @@ inline constexpr uint64_t kPipelineChunkBytes = 1 << 20;
 // which are point-to-point and matched outside schedules.
 Status BuildSchedule(const PlanInput& in, Schedule* out);
 
+// Whether the schedule of `c` depends on the algorithm at all (Gather,
+// Scatter, AllToAll and Barrier have one shape whatever is asked).
+bool AlgorithmMatters(Collective c);
+
 // The algorithm kAuto resolves to for this collective and size.
 Algorithm ChooseAlgorithm(const OpSignature& sig, int num_nodes, Algorithm requested);
 

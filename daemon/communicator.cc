@@ -767,7 +767,9 @@ Algorithm Communicator::ResolveAlgorithm(const PlanInput& plan) {
   const std::pair<Collective, uint64_t> key{plan.sig.collective, plan.sig.count * DataTypeSize(plan.sig.dtype)};
   if (auto it = algorithm_cache_.find(key); it != algorithm_cache_.end()) return it->second;
   PlanInput p = plan;
-  p.in_place_ranks.clear();  // node 0's schedule is priced; our in-place ranks are not its
+  // Every node prices every node's schedule; in-place ranks are this
+  // node's own knowledge, so they are left out for all to agree.
+  p.in_place_ranks.clear();
   const std::vector<AlgorithmCost> ranked = RankAlgorithms(p, link_);
   const Algorithm chosen =
       ranked.empty() ? ChooseAlgorithm(plan.sig, spec_.layout.num_nodes(), spec_.algorithm) : ranked.front().algorithm;

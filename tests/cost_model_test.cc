@@ -134,6 +134,19 @@ TEST(CostModel, ARingOfManyNodesPaysForEveryHop) {
   EXPECT_NE(RankAlgorithms(in, link).front().algorithm, Algorithm::kRing);
 }
 
+// AllToAll, Gather, Scatter and Barrier have one schedule whatever the
+// algorithm: priced once, not once per candidate.
+TEST(CostModel, CollectivesOfOneShapeArePricedOnce) {
+  const NodeLayout layout = NodeLayout::Blocked({2, 2, 2, 2});
+  for (Collective c : {Collective::kAllToAll, Collective::kGather, Collective::kScatter, Collective::kBarrier}) {
+    PlanInput in{{c, DataType::kFloat32, RedOp::kSum, HasRoot(c) ? 0 : -1, 1024}, &layout, 0, Algorithm::kAuto, {}};
+    EXPECT_EQ(RankAlgorithms(in, LinkParams{}).size(), 1u) << CollectiveName(c);
+  }
+  PlanInput all_reduce{{Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 1024}, &layout, 0,
+                       Algorithm::kAuto, {}};
+  EXPECT_EQ(RankAlgorithms(all_reduce, LinkParams{}).size(), 5u);
+}
+
 TEST(CostModel, RecursiveDoublingIsOnlyOfferedForPowersOfTwo) {
   const NodeLayout layout = NodeLayout::Blocked({1, 1, 1});
   PlanInput in{{Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 64}, &layout, 0, Algorithm::kAuto, {}};
