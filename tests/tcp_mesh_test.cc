@@ -125,6 +125,35 @@ void ExpectDelivered(const Stream& s, const char* what) {
   }
 }
 
+// One exchange between the two meshes, both ways at once: node 0 sends
+// messages of the `up` sizes and receives ones of the `down` sizes. Checks
+// both results and every byte delivered; returns how many times node 0's
+// thread allocated during its Exchange.
+int ExchangeAndCheck(MeshPair& p, uint64_t seq, const std::vector<size_t>& up, const std::vector<size_t>& down) {
+  Stream s01 = MakeStream(0, up), s10 = MakeStream(1, down);
+  std::vector<NetOp> ops0, ops1;
+  AddOps(1, s01, s10, &ops0);
+  AddOps(0, s10, s01, &ops1);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  Status st1;
+  std::thread t([&] { st1 = p.mesh[1]->Exchange(ops1, Stamp(seq), kAddBytes, deadline); });
+  Status st0;
+  int allocations = 0;
+  {
+    baton::testing::AllocationCounter counter;
+    st0 = p.mesh[0]->Exchange(ops0, Stamp(seq), kAddBytes, deadline);
+    allocations = counter.count();
+  }
+  t.join();
+  EXPECT_TRUE(st0.ok()) << st0.ToString();
+  EXPECT_TRUE(st1.ok()) << st1.ToString();
+  if (st0.ok() && st1.ok()) {
+    ExpectDelivered(s01, "node 0 to node 1");
+    ExpectDelivered(s10, "node 1 to node 0");
+  }
+  return allocations;
+}
+
 class TcpMeshLanes : public ::testing::TestWithParam<int> {};
 
 // More small messages than one batch holds, small messages whose total
@@ -137,21 +166,7 @@ TEST_P(TcpMeshLanes, MixedSizesArriveWholeAndInOrderBothWays) {
   const size_t small = TcpMesh::kSmallMessageMaxBytes;
   const std::vector<size_t> up = {0, 8, small, 100, small + 1, 3, 0, 300000, 16, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1};
   const std::vector<size_t> down = {small + 1, 0, 0, 0, 2, small / 2, small / 2, small / 2, 64, 1 << 20, 12, 0};
-  for (uint64_t seq = 1; seq <= 2; ++seq) {
-    Stream s01 = MakeStream(0, up), s10 = MakeStream(1, down);
-    std::vector<NetOp> ops0, ops1;
-    AddOps(1, s01, s10, &ops0);
-    AddOps(0, s10, s01, &ops1);
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    Status st1;
-    std::thread t([&] { st1 = p.mesh[1]->Exchange(ops1, Stamp(seq), kAddBytes, deadline); });
-    const Status st0 = p.mesh[0]->Exchange(ops0, Stamp(seq), kAddBytes, deadline);
-    t.join();
-    ASSERT_TRUE(st0.ok()) << st0.ToString();
-    ASSERT_TRUE(st1.ok()) << st1.ToString();
-    ExpectDelivered(s01, "node 0 to node 1");
-    ExpectDelivered(s10, "node 1 to node 0");
-  }
+  for (uint64_t seq = 1; seq <= 2 && !HasFailure(); ++seq) ExchangeAndCheck(p, seq, up, down);
 }
 
 // A small collective's exchange (a signal and 8 bytes each way, one of
@@ -160,25 +175,9 @@ TEST_P(TcpMeshLanes, ASmallExchangeAllocatesNothingOnceWarm) {
   MeshPair p = MakeMeshes(GetParam());
   const std::vector<size_t> sizes = {0, 8};
   int allocations = 0;
-  for (uint64_t seq = 1; seq <= 10; ++seq) {
-    Stream s01 = MakeStream(0, sizes), s10 = MakeStream(1, sizes);
-    std::vector<NetOp> ops0, ops1;
-    AddOps(1, s01, s10, &ops0);
-    AddOps(0, s10, s01, &ops1);
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    Status st1;
-    std::thread t([&] { st1 = p.mesh[1]->Exchange(ops1, Stamp(seq), kAddBytes, deadline); });
-    Status st0;
-    {
-      baton::testing::AllocationCounter counter;
-      st0 = p.mesh[0]->Exchange(ops0, Stamp(seq), kAddBytes, deadline);
-      if (seq > 2) allocations += counter.count();
-    }
-    t.join();
-    ASSERT_TRUE(st0.ok()) << st0.ToString();
-    ASSERT_TRUE(st1.ok()) << st1.ToString();
-    ExpectDelivered(s01, "node 0 to node 1");
-    ExpectDelivered(s10, "node 1 to node 0");
+  for (uint64_t seq = 1; seq <= 10 && !HasFailure(); ++seq) {
+    const int n = ExchangeAndCheck(p, seq, sizes, sizes);
+    if (seq > 2) allocations += n;
   }
   EXPECT_EQ(allocations, 0) << "allocations in 8 warm exchanges";
 }
