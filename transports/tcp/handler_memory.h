@@ -58,7 +58,10 @@ class HandlerAllocator {
   template <typename U>
   HandlerAllocator(const HandlerAllocator<U>& other) noexcept : memory_(other.memory_) {}
 
-  T* allocate(size_t n) { return static_cast<T*>(memory_->Allocate(sizeof(T) * n)); }
+  T* allocate(size_t n) {
+    static_assert(alignof(T) <= alignof(std::max_align_t), "the block is aligned for ordinary types only");
+    return static_cast<T*>(memory_->Allocate(sizeof(T) * n));
+  }
   void deallocate(T* p, size_t) { memory_->Deallocate(p); }
 
   template <typename U>
