@@ -163,6 +163,25 @@ struct TcpMesh::Run {
     }
   }
 
+  // Runs a non-blocking socket call on `lane` (again if a signal
+  // interrupted it) and returns the bytes it moved, 0 if the socket would
+  // block. An error, or the end of the stream on a receive, fails the run
+  // (and returns 0): callers check `error`.
+  template <typename Call>
+  size_t NonBlocking(size_t lane, const char* what, bool receiving, Call call) {
+    ssize_t n;
+    do {
+      n = call(Socket(lane).native_handle());
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) return static_cast<size_t>(n);
+    if (n == 0 && receiving) {
+      Fail(SocketError(lane, asio::error::eof, what));
+    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      Fail(SocketError(lane, boost::system::error_code(errno, boost::system::system_category()), what));
+    }
+    return 0;
+  }
+
   // Writes what the socket takes now of out_buffers[0, count), without
   // blocking; returns how many buffers went whole, after advancing the
   // first one that went in part past what went. Fails the run on an error.
@@ -175,16 +194,8 @@ struct TcpMesh::Run {
     msghdr msg{};
     msg.msg_iov = iov.data();
     msg.msg_iovlen = count;
-    ssize_t sent;
-    do {
-      sent = ::sendmsg(Socket(lane).native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    } while (sent < 0 && errno == EINTR);
-    if (sent < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-      Fail(SocketError(lane, boost::system::error_code(errno, boost::system::system_category()), "sending to"));
-      return 0;
-    }
-    size_t left = static_cast<size_t>(sent);
+    size_t left = NonBlocking(lane, "sending to", /*receiving=*/false,
+                              [&](int fd) { return ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL); });
     size_t i = 0;
     while (i < count && left >= w.out_buffers[i].size()) left -= w.out_buffers[i++].size();
     if (i < count) w.out_buffers[i] += left;
@@ -241,19 +252,14 @@ struct TcpMesh::Run {
     uint8_t* buf = mesh->lanes_[lane].small_in.data();
     // What has arrived already is taken with one non-blocking system call,
     // as SendNow does; only the rest is waited for through Asio.
-    ssize_t got;
-    do {
-      got = ::recv(Socket(lane).native_handle(), buf + w.batch_have, w.batch_bytes - w.batch_have, MSG_DONTWAIT);
-    } while (got < 0 && errno == EINTR);
-    if (got == 0) return Fail(SocketError(lane, asio::error::eof, "receiving from"));
-    if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-      return Fail(SocketError(lane, boost::system::error_code(errno, boost::system::system_category()),
-                              "receiving from"));
-    }
+    const size_t got = NonBlocking(lane, "receiving from", /*receiving=*/true, [&](int fd) {
+      return ::recv(fd, buf + w.batch_have, w.batch_bytes - w.batch_have, MSG_DONTWAIT);
+    });
+    if (!error.ok()) return;
     if (got > 0) {
-      w.batch_have += static_cast<size_t>(got);
-      if (static_cast<size_t>(got) >= at_least) return DeliverSmall(lane);
-      at_least -= static_cast<size_t>(got);
+      w.batch_have += got;
+      if (got >= at_least) return DeliverSmall(lane);
+      at_least -= got;
     }
     asio::async_read(Socket(lane), asio::buffer(buf + w.batch_have, w.batch_bytes - w.batch_have),
                      asio::transfer_at_least(at_least),
