@@ -91,6 +91,10 @@ CostEstimate PredictCollectiveCost(const std::vector<Schedule>& per_node, const 
   std::vector<bool> entered(n, false);  // whether its sends of that phase are out
   std::vector<double> clock(n, 0);    // when its previous phase ended
   std::vector<CostEstimate> own(n);   // its own sums
+  std::vector<std::vector<PhaseCost>> costs(n);  // [node][phase], computed once
+  for (size_t i = 0; i < n; ++i) {
+    for (const Phase& phase : per_node[i].phases) costs[i].push_back(CostOfPhase(phase, link));
+  }
   size_t done = 0;
   for (size_t i = 0; i < n; ++i) done += per_node[i].phases.empty();
   // A node entering a phase sends at once; it leaves the phase when every
@@ -102,7 +106,7 @@ CostEstimate PredictCollectiveCost(const std::vector<Schedule>& per_node, const 
       if (next[node] == per_node[node].phases.size()) continue;
       const int me = static_cast<int>(node);
       const Phase& phase = per_node[node].phases[next[node]];
-      const PhaseCost c = CostOfPhase(phase, link);
+      const PhaseCost& c = costs[node][next[node]];
       if (!entered[node]) {
         for (const Step& s : phase.steps) {
           if (s.kind == StepKind::kSend) sent[{me, s.peer}].push_back(clock[node] + c.local_us);

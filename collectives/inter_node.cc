@@ -121,7 +121,7 @@ void HalvingReduceScatter(ScheduleBuilder& b, const std::vector<int>& members, i
     const int keep = upper ? first + half : first;
     const int give = upper ? first : first + half;
     const int peer = members[me ^ half];
-    const bool from_input = input != nullptr && first == 0 && size == static_cast<int>(members.size());
+    const bool from_input = input != nullptr && size == static_cast<int>(members.size());  // the first step
     SendSpans(b, peer, from_input ? *input : work, GroupSpans(parts, give, half));
     for (const auto& [off, len] : GroupSpans(parts, keep, half)) {
       if (from_input) {

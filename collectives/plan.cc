@@ -306,7 +306,7 @@ bool AlgorithmMatters(Collective c) {
 }
 
 Algorithm ChooseAlgorithm(const OpSignature& sig, int num_nodes, Algorithm requested) {
-  const bool pow2 = std::has_single_bit(static_cast<unsigned>(num_nodes));
+  const bool pow2 = PowerOfTwo(num_nodes);
   if (requested == Algorithm::kRecursiveDoubling && !pow2) return Algorithm::kDirect;
   if (requested != Algorithm::kAuto) return requested;
   const uint64_t bytes = sig.count * DataTypeSize(sig.dtype);

@@ -559,8 +559,7 @@ void Communicator::Worker() {
   std::vector<LocalOp> ops;
   FlightRecord record;
   while (true) {
-    ops.clear();
-    uint64_t seq = 0;
+    uint64_t seq = 0;  // `ops` is empty here: cleared at the end of each operation
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Wait until every local rank submitted the next operation, but not
