@@ -3,7 +3,10 @@
 # one run. Every Baton figure is then a fraction of its limit:
 #   - within a node, the memory copy bandwidth (build/bin/baton-membw);
 #   - across simulated nodes, TCP loopback throughput (iperf3, installed
-#     from Debian if missing).
+#     from Debian if missing), one way and both ways at once, each node's
+#     iperf3 processes on its own CPU as baton-run binds the nodes: a
+#     two-node exchange makes every core send and receive, so "tcp-both"
+#     (per direction) is its limit.
 # Baton: AllReduce of 64 MiB float32 (baton-bench, results checked) on
 # 1 node x 4 ranks, 2 nodes x 1 and 2 nodes x 2.
 #   scripts/limits.sh   (needs a build: scripts/build.sh)
@@ -16,28 +19,35 @@ if ! command -v iperf3 >/dev/null; then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends iperf3 >/dev/null 2>&1
 fi
 
-membw=$("$bin/baton-membw" --json | sed -n 's/.*"copy_gbps": \([0-9.]*\).*/\1/p')
-port=$((20000 + RANDOM % 20000))
-iperf3 -s -1 -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
-server=$!
-sleep 0.5
-tcp_bits=$(iperf3 -c 127.0.0.1 -p "$port" -t 5 -J | python3 -c \
-  'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
-wait "$server" 2>/dev/null || true
-tcp=$(python3 -c "print(f'{$tcp_bits / 8e9:.3f}')")
+# The same measurement as the side-by-side benchmark (bench/compare/compare.py):
+# iperf3 between two simulated nodes on their own CPUs, one way and both ways at once.
+limits=$(python3 -c "import json, sys; sys.path.insert(0, 'bench/compare'); import compare; \
+print(json.dumps(compare.measure_limits('$bin')))")
+field() { python3 -c "import json, sys; print(f'{json.loads(sys.argv[1])[sys.argv[2]]:.3f}')" "$limits" "$1"; }
+membw=$(field memcpy_gbps)
+tcp=$(field tcp_loopback_gbps)
+tcp_both=$(python3 -c "print(f'{$(field tcp_loopback_bidir_total_gbps) / 2:.3f}')")
 
 busbw() {  # nodes ranks-per-node -> busbw (GB/s) of the 64 MiB row, from rank 0
   "$bin/baton-run" --nodes "$1" --ranks-per-node "$2" -- \
     "$bin/baton-bench" allreduce -b 64M -e 64M -n 10 -w 2 2>&1 |
-    awk '/^\[rank 0\] +67108864 / {print $9; exit}'
+    awk '/^\[rank 0\] +67108864 / {print $10; exit}'  # field 10: busbw
 }
-echo "# limits: memcpy ${membw} GB/s, TCP loopback (iperf3, 1 stream) ${tcp} GB/s"
+echo "# limits: memcpy ${membw} GB/s, TCP loopback (iperf3, 1 stream each way, nodes on their own CPUs)" \
+  "${tcp} GB/s one way, ${tcp_both} GB/s per direction both ways at once"
 echo "# TCP congestion control: $(cat /proc/sys/net/ipv4/tcp_congestion_control) (BBR paces loopback: docs/benchmarks.md)"
-printf '# %-28s %12s %16s %10s\n' "AllReduce 64 MiB float32" "busbw GB/s" "limit GB/s" "fraction"
-for cfg in "1 4 memcpy" "2 1 tcp" "2 2 tcp"; do
-  read -r nodes per limit_name <<<"$cfg"
+printf "# %-28s %12s %20s %7s\n" "AllReduce 64 MiB float32" "busbw GB/s" "limit GB/s" "fraction"
+row() {  # label busbw limit limit-name
+  printf '  %-28s %12s %9s %-10s %7s\n' "$1" "$2" "$3" "($4)" "$(python3 -c "print(f'{$2 / $3:.2f}')")"
+}
+for cfg in "1 4" "2 1" "2 2"; do
+  read -r nodes per <<<"$cfg"
   bw=$(busbw "$nodes" "$per")
-  limit=$([[ $limit_name == memcpy ]] && echo "$membw" || echo "$tcp")
-  printf '  %-28s %12s %9s %-6s %10s\n' "${nodes} node(s) x ${per} rank(s)" "$bw" "$limit" "($limit_name)" \
-    "$(python3 -c "print(f'{$bw / $limit:.2f}')")"
+  label="${nodes} node(s) x ${per} rank(s)"
+  if [[ $nodes == 1 ]]; then
+    row "$label" "$bw" "$membw" memcpy
+  else
+    row "$label" "$bw" "$tcp" tcp
+    row "$label" "$bw" "$tcp_both" tcp-both
+  fi
 done

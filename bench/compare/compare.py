@@ -105,34 +105,56 @@ def run_system(system, nodes, per_node, bin_dir, sweep_args, json_path, bind=Tru
             shutil.rmtree(store, ignore_errors=True)
 
 
-def iperf3(extra):
-    """GB/s received over loopback by one iperf3 run (both directions summed with --bidir)."""
+def iperf3(directions):
+    """GB/s received over loopback, summed over `directions` iperf3 streams run at once.
+
+    The streams run between two simulated nodes bound the way baton-run binds
+    them (node 0 on the first share of the CPUs, node 1 on the second): one
+    direction sends from node 0 to node 1; two directions add node 1 to node
+    0 at the same time, each with its own iperf3 client and server, so that
+    every core sends and receives, as each node of a two-node exchange does.
+    (iperf3 --bidir would run both directions in one single-threaded process
+    on one core, which measures iperf3, not the machine.)"""
     import time
-    port = str(20000 + (os.getpid() + len(extra)) % 20000)
-    server = subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", port],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shares = node_cpus(2)
+    pin = lambda node: ["taskset", "-c", shares[node]] if shares else []
+    base = 20000 + os.getpid() % 20000
+    servers, clients = [], []
     try:
+        for d in range(directions):
+            receiver = 1 - d  # direction d sends from node d
+            port = str(base + d)
+            servers.append(subprocess.Popen(pin(receiver) + ["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", port],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(0.5)
-        end = json.loads(run(["iperf3", "-c", "127.0.0.1", "-p", port, "-t", "5", "-J"] + extra))["end"]
-        total = end["sum_received"]["bits_per_second"]
-        if "sum_received_bidir_reverse" in end:
-            total += end["sum_received_bidir_reverse"]["bits_per_second"]
+        for d in range(directions):
+            clients.append(subprocess.Popen(pin(d) + ["iperf3", "-c", "127.0.0.1", "-p", str(base + d), "-t", "5",
+                                                      "-J"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                            text=True))
+        total = 0.0
+        for c in clients:
+            out = c.communicate(timeout=60)[0]
+            if c.returncode != 0:
+                sys.stderr.write(out)
+                sys.exit(f"compare.py: iperf3 client failed with exit status {c.returncode}")
+            total += json.loads(out)["end"]["sum_received"]["bits_per_second"]
         return total / 8e9
     finally:
-        server.wait(timeout=30)
+        for s in servers:
+            s.wait(timeout=30)
 
 
 def measure_limits(bin_dir):
     """Memory copy bandwidth, and TCP loopback one way and both ways at once.
 
     A two-node exchange (ring, recursive doubling) sends and receives at the
-    same time, and on one machine both directions share the same cores, so
-    its bound is half the bidirectional total per direction."""
+    same time, and on one machine each node's core both sends and receives,
+    so its bound is half the bidirectional total per direction."""
     membw = json.loads(run([f"{bin_dir}/baton-membw", "--json"]))["copy_gbps"]
     tcp = bidir = None
     if shutil.which("iperf3"):
-        tcp = iperf3([])
-        bidir = iperf3(["--bidir"])
+        tcp = iperf3(1)
+        bidir = iperf3(2)
     return {"memcpy_gbps": membw, "tcp_loopback_gbps": tcp, "tcp_loopback_bidir_total_gbps": bidir}
 
 
@@ -315,8 +337,8 @@ def main():
     sweep = ["--ops", args.ops, "-b", args.b, "-e", args.e, "-f", args.f, "-n", args.n]
 
     limits = measure_limits(bin_dir)
-    print(f"# limits: memcpy {limits['memcpy_gbps']:.2f} GB/s, TCP loopback (iperf3, 1 stream) "
-          f"{limits['tcp_loopback_gbps'] or float('nan'):.2f} GB/s one way, "
+    print(f"# limits: memcpy {limits['memcpy_gbps']:.2f} GB/s, TCP loopback (iperf3, 1 stream each way, "
+          f"simulated nodes on their own CPUs) {limits['tcp_loopback_gbps'] or float('nan'):.2f} GB/s one way, "
           f"{limits['tcp_loopback_bidir_total_gbps'] or float('nan'):.2f} GB/s both ways at once (total)",
           flush=True)
     # BBR paces loopback well below what it carries (docs/benchmarks.md): say which one ran.
