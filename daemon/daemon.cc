@@ -190,6 +190,7 @@ Status Daemon::Start() {
   BATON_RETURN_IF_ERROR(tcp::SetDataCongestionControl(options_.tcp_congestion).WithContext("--tcp-congestion: "));
   BATON_INFO(kInit, "data connections use TCP congestion control {}{}", tcp::DataCongestionControl(),
              options_.tcp_congestion.empty() ? " (the system's default)" : "");
+  ConfigureDataSocketBuffers();
   PlaceOnDataNic();
   env_.node_id = options_.node_name + "/" + RandomHex();
   env_.rendezvous = options_.rendezvous;
@@ -231,6 +232,31 @@ Status Daemon::Start() {
   SdNotify("READY=1\nSTATUS=serving clients on " + options_.socket_path + ", data " + env_.data_address);
   PingWatchdog();
   return Status::Ok();
+}
+
+void Daemon::ConfigureDataSocketBuffers() {
+  const uint64_t asked = options_.tcp_buffer_bytes;
+  const bool chosen = options_.sources.count("tcp-buffer-bytes") > 0;
+  tcp::SetDataSocketBuffer(asked);
+  const tcp::SocketBuffers got = tcp::ProbeDataSocketBuffers();
+  const bool capped = asked > 0 && (got.send < asked || got.receive < asked);
+  if (tcp::EffectiveDataSocketBuffer(asked, chosen, got) != asked) {
+    // Stock kernels cap at 208 KiB; measured slower than autotuning there:
+    // docs/benchmarks.md, "Socket buffers".
+    tcp::SetDataSocketBuffer(0);
+    BATON_INFO(kInit, "data connections: socket buffers left to the kernel's autotuning (net.ipv4.tcp_wmem, tcp_rmem): "
+               "net.core.wmem_max / rmem_max would cap the default {} B at {} / {} B",
+               asked, got.send, got.receive);
+  } else if (capped) {
+    BATON_WARN("data connections get {} B send and {} B receive buffers, not the {} B of --tcp-buffer-bytes: "
+               "net.core.wmem_max / rmem_max cap them. Raise those (sysctl -w net.core.rmem_max={} "
+               "net.core.wmem_max={}) or use --tcp-buffer-bytes 0 for the kernel's autotuning",
+               got.send, got.receive, asked, asked, asked);
+  } else if (asked == 0) {
+    BATON_INFO(kInit, "data connections: socket buffers left to the kernel's autotuning (net.ipv4.tcp_wmem, tcp_rmem)");
+  } else {
+    BATON_INFO(kInit, "data connections: {} B send and receive buffers (--tcp-buffer-bytes)", asked);
+  }
 }
 
 void Daemon::PlaceOnDataNic() {

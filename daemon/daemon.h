@@ -37,6 +37,11 @@ class Daemon {
   void PingWatchdog();
   // Pins communicator workers and client memory to the data NIC's NUMA node.
   void PlaceOnDataNic();
+  // Applies --tcp-buffer-bytes and logs what the kernel grants. When
+  // net.core.rmem_max / wmem_max would cap the default size, the kernel's
+  // autotuning is left on instead; a size the operator chose is applied and
+  // a cap warned about.
+  void ConfigureDataSocketBuffers();
 
   DaemonOptions options_;
   std::unique_ptr<AccessPolicy> access_;  // before io_: sessions in pending handlers use it

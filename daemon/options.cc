@@ -73,6 +73,12 @@ options:
                          net.ipv4.tcp_congestion_control;
                          BBR paces loopback and low-latency links below what
                          they carry: see docs/benchmarks.md)
+  --tcp-buffer-bytes N   send and receive buffer of each data connection
+                         ($BATON_TCP_BUFFER_BYTES; default 4M; 0: leave them to the
+                         kernel's autotuning, net.ipv4.tcp_rmem / tcp_wmem). The
+                         kernel caps a fixed size at net.core.rmem_max / wmem_max:
+                         batond then keeps autotuning instead of the default, and
+                         warns about a size given here
   --reduce-threads N     threads that share the copies and reductions of large
                          collectives inside this node (default 0: the CPUs this
                          daemon may run on, at most 8)
@@ -141,7 +147,7 @@ const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "ren
                                    "max-client-memory", "max-user-memory", "max-client-comms", "max-user-comms", "max-user-clients", "max-p2p-buffer",
                                    "allow-users", "allow-groups", "tls-cert", "tls-key", "tls-ca", "admin-cns",
                                    "socket-mode", "timeout", "straggler-warning", "heartbeat",
-                                   "peer-timeout", "flight-records", "progress-spin-us", "fast-path-max-bytes", "sockets-per-peer", "tcp-congestion", "reduce-threads", "trace-dir", "socket-ifname",
+                                   "peer-timeout", "flight-records", "progress-spin-us", "fast-path-max-bytes", "sockets-per-peer", "tcp-congestion", "tcp-buffer-bytes", "reduce-threads", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
                                    "ib-hca"};
 
@@ -149,7 +155,7 @@ const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "ren
 const std::pair<const char*, const char*> kEnvSettings[] = {
     {"BATON_SOCKET_IFNAME", "--socket-ifname"}, {"BATON_TOPO_DUMP_FILE", "--topo-dump-file"},
     {"BATON_IB_HCA", "--ib-hca"},               {"BATON_NSOCKS", "--sockets-per-peer"},
-    {"BATON_TCP_CONGESTION", "--tcp-congestion"},
+    {"BATON_TCP_CONGESTION", "--tcp-congestion"}, {"BATON_TCP_BUFFER_BYTES", "--tcp-buffer-bytes"},
     {"BATON_TIMEOUT", "--timeout"},             {"BATON_DEBUG", "--debug"},
     {"BATON_DEBUG_SUBSYS", "--debug-subsys"},   {"BATON_DEBUG_FILE", "--debug-file"}};
 
@@ -309,6 +315,14 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       uint64_t n = 0;
       BATON_RETURN_IF_ERROR(next_count(1000000, " of microseconds", "", &n));
       o.progress_spin = std::chrono::microseconds(n);
+    } else if (arg == "--tcp-buffer-bytes") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      uint64_t n = 0;
+      if (!ParseSize(v, &n) || n > (1u << 30)) {
+        return Status::InvalidArgument("--tcp-buffer-bytes '" + v + "' is not a size from 0 to 1G");
+      }
+      o.tcp_buffer_bytes = n;
     } else if (arg == "--fast-path-max-bytes") {
       std::string v;
       BATON_RETURN_IF_ERROR(next(&v));
@@ -424,6 +438,7 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"reduce-threads", std::to_string(o.reduce_threads)},
       {"trace-dir", o.trace_dir},
       {"tcp-congestion", o.tcp_congestion},
+      {"tcp-buffer-bytes", std::to_string(o.tcp_buffer_bytes)},
       {"socket-ifname", o.socket_ifname},
       {"ib-hca", o.ib_hca},
       {"topo-dump-file", o.topo_dump_file},

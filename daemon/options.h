@@ -39,6 +39,7 @@ struct DaemonOptions {
   std::chrono::microseconds progress_spin{100};          // worker spins this long before sleeping
   uint64_t fast_path_max_bytes = 16384;                  // small blocking collectives within a node skip batond
   std::string tcp_congestion;                            // data connections' congestion control ("": the system's)
+  uint64_t tcp_buffer_bytes = 4 << 20;                   // data connections' SO_SNDBUF/SO_RCVBUF (0: kernel autotuning)
   int sockets_per_peer = 2;                              // TCP connections per peer node for collectives
   int reduce_threads = 0;                                // threads sharing large local steps (0: the CPUs we may use, up to 8)
   std::string trace_dir;                                 // failed communicators dump their trace here

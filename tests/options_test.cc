@@ -149,6 +149,30 @@ TEST(Options, SocketsPerPeerFromFlagConfigAndBatonNsocks) {
       << st.message();
 }
 
+TEST(Options, TcpBufferBytesFromFlagConfigAndEnvironment) {
+  DaemonOptions o;
+  ASSERT_TRUE(Parse({}, &o).ok());
+  EXPECT_EQ(o.tcp_buffer_bytes, DaemonOptions{}.tcp_buffer_bytes);
+  ASSERT_TRUE(Parse({"--tcp-buffer-bytes", "8M"}, &o).ok());
+  EXPECT_EQ(o.tcp_buffer_bytes, 8u << 20);
+  ASSERT_TRUE(Parse({"--tcp-buffer-bytes", "0"}, &o).ok());
+  EXPECT_EQ(o.tcp_buffer_bytes, 0u);
+  ::setenv("BATON_TCP_BUFFER_BYTES", "256K", 1);
+  o = DaemonOptions{};
+  ASSERT_TRUE(Parse({}, &o).ok());
+  EXPECT_EQ(o.tcp_buffer_bytes, 256u << 10);
+  ::unsetenv("BATON_TCP_BUFFER_BYTES");
+  const std::string path = WriteConfig("tcp-buffer-bytes = 1M\n");
+  o = DaemonOptions{};
+  ASSERT_TRUE(Parse({"--config", path}, &o).ok());
+  EXPECT_EQ(o.tcp_buffer_bytes, 1u << 20);
+  std::remove(path.c_str());
+  const Status st = Parse({"--tcp-buffer-bytes", "2G"}, &o);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("--tcp-buffer-bytes '2G' is not a size from 0 to 1G"), std::string::npos)
+      << st.message();
+}
+
 TEST(Options, FastPathLimitFromFlagAndConfig) {
   DaemonOptions o;
   ASSERT_TRUE(Parse({}, &o).ok());

@@ -6,6 +6,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -23,6 +25,7 @@ constexpr auto kParkLimit = std::chrono::minutes(10);
 // Set once at daemon start, before any data connection exists.
 std::mutex g_congestion_mu;
 std::string g_congestion;  // "" = the system's default
+std::atomic<uint64_t> g_buffer_bytes{4 << 20};  // 0 = the kernel's autotuning
 
 std::string SocketCongestion(int fd) {
   char name[32] = {};
@@ -95,12 +98,36 @@ void ConnectionBroker::Forget(uint64_t comm_uid) {
   }
 }
 
+void SetDataSocketBuffer(uint64_t bytes) { g_buffer_bytes.store(bytes, std::memory_order_relaxed); }
+
+SocketBuffers ProbeDataSocketBuffers() {
+  UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!probe.valid()) return {};
+  TuneDataSocket(probe.get());
+  auto get = [&](int option) -> uint64_t {
+    int value = 0;
+    socklen_t len = sizeof value;
+    if (::getsockopt(probe.get(), SOL_SOCKET, option, &value, &len) != 0 || value < 0) return 0;
+    return static_cast<uint64_t>(value) / 2;
+  };
+  return {get(SO_SNDBUF), get(SO_RCVBUF)};
+}
+
+uint64_t EffectiveDataSocketBuffer(uint64_t asked, bool chosen, SocketBuffers granted) {
+  const bool capped = asked > 0 && (granted.send < asked || granted.receive < asked);
+  return capped && !chosen ? 0 : asked;
+}
+
 void TuneDataSocket(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  int buf = 4 << 20;
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+  // A fixed size is capped by net.core.{w,r}mem_max (ProbeDataSocketBuffers
+  // tells) and turns off the kernel's autotuning for this socket.
+  if (const uint64_t bytes = g_buffer_bytes.load(std::memory_order_relaxed); bytes > 0) {
+    const int buf = static_cast<int>(std::min<uint64_t>(bytes, 1u << 30));
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+  }
   std::string congestion;
   {
     std::lock_guard<std::mutex> lock(g_congestion_mu);

@@ -43,9 +43,32 @@ class ConnectionBroker {
 Status ConnectAndHello(const std::string& address, const Hello& hello, ConnectionBroker::Clock::time_point deadline,
                        UniqueFd* out);
 
-// Socket options for data connections: no Nagle delay, large buffers, and
-// the TCP congestion control set with SetDataCongestionControl (if any).
+// Socket options for data connections: no Nagle delay, the buffer size set
+// with SetDataSocketBuffer, and the TCP congestion control set with
+// SetDataCongestionControl (if any).
 void TuneDataSocket(int fd);
+
+// The SO_SNDBUF and SO_RCVBUF of data connections made from now on; 0 sets
+// neither, leaving both to the kernel's autotuning (net.ipv4.tcp_rmem and
+// tcp_wmem), which a fixed size turns off. The default is 4 MiB.
+void SetDataSocketBuffer(uint64_t bytes);
+
+// What the kernel grants a data connection, in usable bytes (half of what
+// getsockopt reports: the kernel doubles the size for its bookkeeping), as
+// tuned by TuneDataSocket on a fresh socket. A fixed size comes back smaller
+// than asked when net.core.wmem_max / rmem_max cap it.
+struct SocketBuffers {
+  uint64_t send = 0;
+  uint64_t receive = 0;
+};
+SocketBuffers ProbeDataSocketBuffers();
+
+// The buffer size batond applies, given the size `asked` for, whether the
+// operator chose it (or it is the default), and what the kernel grants for
+// it: a default the kernel would cap gives way to autotuning (0), because
+// a fixed size turns autotuning off and capped it reaches less; a size the
+// operator chose is kept.
+uint64_t EffectiveDataSocketBuffer(uint64_t asked, bool chosen, SocketBuffers granted);
 
 // The congestion control algorithm for data connections made from now on
 // ("" = the system's default, net.ipv4.tcp_congestion_control). Fails,
