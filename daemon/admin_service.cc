@@ -22,8 +22,11 @@ grpc::Status AdminService::GetNodeInfo(grpc::ServerContext*, const baton::v1::No
   tcp->set_name("tcp");
   tcp->set_available(true);
   const std::string congestion = tcp::DataCongestionControl();
+  const uint64_t buffers = tcp::DataSocketBuffer();
   tcp->set_detail("listening on " + ctx_.data_address + "; up to " + std::to_string(ctx_.sockets_per_peer) +
-                  " connections per peer; congestion control " + (congestion.empty() ? "unknown" : congestion));
+                  " connections per peer; congestion control " + (congestion.empty() ? "unknown" : congestion) +
+                  "; socket buffers " +
+                  (buffers == 0 ? std::string("autotuned by the kernel") : std::to_string(buffers) + " B"));
   // Small blocking collectives among the ranks of this node (docs/architecture.md).
   auto* fast = out->add_transports();
   fast->set_name("fast");

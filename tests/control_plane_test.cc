@@ -127,13 +127,13 @@ TEST(ControlPlane, StatusSaysWhetherGpuBuffersAreServedAndWhyNot) {
       << out;
 }
 
-TEST(ControlPlane, StatusShowsTheTcpCongestionControlAndAFastPathTurnedOff) {
-  auto cluster = StartCluster(1, {"--tcp-congestion", "reno", "--fast-path-max-bytes", "0"});
+TEST(ControlPlane, StatusShowsTheTcpCongestionControlSocketBuffersAndAFastPathTurnedOff) {
+  auto cluster = StartCluster(1, {"--tcp-congestion", "reno", "--fast-path-max-bytes", "0", "--tcp-buffer-bytes", "0"});
   ASSERT_TRUE(cluster->status().ok());
   int rc = -1;
   const std::string out = Batonctl("--address " + cluster->rendezvous() + " status", &rc);
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("congestion control reno"), std::string::npos) << out;
+  EXPECT_NE(out.find("congestion control reno; socket buffers autotuned by the kernel"), std::string::npos) << out;
   EXPECT_NE(out.find("transport   fast  unavailable  turned off (--fast-path-max-bytes 0)"), std::string::npos) << out;
 }
 

@@ -100,6 +100,8 @@ void ConnectionBroker::Forget(uint64_t comm_uid) {
 
 void SetDataSocketBuffer(uint64_t bytes) { g_buffer_bytes.store(bytes, std::memory_order_relaxed); }
 
+uint64_t DataSocketBuffer() { return g_buffer_bytes.load(std::memory_order_relaxed); }
+
 SocketBuffers ProbeDataSocketBuffers() {
   UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!probe.valid()) return {};

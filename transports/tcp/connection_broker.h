@@ -52,6 +52,7 @@ void TuneDataSocket(int fd);
 // neither, leaving both to the kernel's autotuning (net.ipv4.tcp_rmem and
 // tcp_wmem), which a fixed size turns off. The default is 4 MiB.
 void SetDataSocketBuffer(uint64_t bytes);
+uint64_t DataSocketBuffer();
 
 // What the kernel grants a data connection, in usable bytes (half of what
 // getsockopt reports: the kernel doubles the size for its bookkeeping), as
