@@ -24,4 +24,18 @@ struct LocalStep {
 // (optional) shares large ones among its threads.
 void RunLocalSteps(const std::vector<LocalStep>& steps, DataType dtype, RedOp redop, WorkerPool* pool);
 
+// Copies of at least this many bytes whose destination no later step reads
+// (a rank's output at the end of a collective) bypass the cache
+// (stream_copy.h): that large, the destination would not stay in cache for
+// its reader anyway, and skipping the read for ownership saves a third of
+// the copy's memory traffic. Smaller ones measured slower streamed (their
+// reader finds them in cache otherwise): docs/benchmarks.md, "Non-temporal
+// copies".
+inline constexpr uint64_t kStreamMinBytes = 16 << 20;
+
+// Bit i set: steps[i] is a copy that RunLocalSteps streams (at least
+// kStreamMinBytes, and no later step reads its destination: as a source, or
+// as the destination of a reduce or divide). Lists of over 64 steps: none.
+uint64_t StreamableCopies(const std::vector<LocalStep>& steps);
+
 }  // namespace baton

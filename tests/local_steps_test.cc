@@ -112,6 +112,62 @@ TEST(LocalSteps, StepsOfDifferentLengthsRunInOrder) {
   });
 }
 
+// Large enough for the copies at the end to stream (stream_copy.h), and
+// not a multiple of a block or of a cache line.
+constexpr size_t kHuge = kStreamMinBytes / sizeof(float) + 5;
+
+TEST(LocalSteps, StreamedCopiesGiveTheSameResultsInEveryShape) {
+  const uint64_t bytes = kHuge * sizeof(float);
+  // 4-rank AllReduce: the copies out of the work buffer stream.
+  ExpectSameAsSequential(8 * kHuge, [&](Arena& a) {
+    auto buf = [&](int k) { return a.at(static_cast<size_t>(k) * kHuge); };
+    std::vector<LocalStep> steps{{StepKind::kCopy, buf(0), buf(4), bytes, 0}};
+    for (int k = 1; k < 4; ++k) steps.push_back({StepKind::kReduce, buf(k), buf(4), bytes, 0});
+    for (int k = 5; k < 8; ++k) steps.push_back({StepKind::kCopy, buf(4), buf(k), bytes, 0});
+    EXPECT_EQ(StreamableCopies(steps), 0b1110000u);
+    return steps;
+  });
+  // ReduceScatter: a copy into scratch that the reductions then read (must
+  // not stream), then quarter-size copies out (too small to stream).
+  ExpectSameAsSequential(6 * kHuge, [&](Arena& a) {
+    std::vector<LocalStep> steps{{StepKind::kCopy, a.at(0), a.at(4 * kHuge), bytes, 0},
+                                 {StepKind::kReduce, a.at(kHuge), a.at(4 * kHuge), bytes, 0},
+                                 {StepKind::kReduce, a.at(2 * kHuge), a.at(4 * kHuge), bytes, 0},
+                                 {StepKind::kCopy, a.at(4 * kHuge), a.at(3 * kHuge), bytes / 2, 0},
+                                 {StepKind::kCopy, a.at(4 * kHuge + kHuge / 2), a.at(5 * kHuge), bytes - bytes / 2, 0}};
+    EXPECT_EQ(StreamableCopies(steps), 0u);
+    return steps;
+  });
+  // AllGather: halves gathered into one output (later copied from: no
+  // stream), then that output copied to two more (streamed).
+  ExpectSameAsSequential(5 * kHuge + 1, [&](Arena& a) {
+    const size_t half = kHuge / 2;
+    std::vector<LocalStep> steps{{StepKind::kCopy, a.at(0), a.at(2 * kHuge), half * sizeof(float), 0},
+                                 {StepKind::kCopy, a.at(kHuge), a.at(2 * kHuge + half), (kHuge - half) * sizeof(float), 0},
+                                 {StepKind::kCopy, a.at(2 * kHuge), a.at(3 * kHuge), bytes, 0},
+                                 {StepKind::kCopy, a.at(2 * kHuge), a.at(4 * kHuge + 1), bytes, 0}};
+    EXPECT_EQ(StreamableCopies(steps), 0b1100u);
+    return steps;
+  });
+}
+
+TEST(LocalSteps, OnlyLargeDisjointCopiesWhoseDestinationIsNotReadAgainStream) {
+  Arena a(3 * kHuge);
+  const uint64_t bytes = kHuge * sizeof(float);
+  // Too small.
+  EXPECT_EQ(StreamableCopies({{StepKind::kCopy, a.at(0), a.at(kHuge), kStreamMinBytes - 4, 0}}), 0u);
+  EXPECT_EQ(StreamableCopies({{StepKind::kCopy, a.at(0), a.at(kHuge), bytes, 0}}), 1u);
+  // Overlapping source and destination: memmove's order, not a stream.
+  EXPECT_EQ(StreamableCopies({{StepKind::kCopy, a.at(0), a.at(3), bytes, 0}}), 0u);
+  // Read later: by a copy (as its source), by a reduction (its destination),
+  // by a divide; overwriting it later is not reading it.
+  const LocalStep copy{StepKind::kCopy, a.at(0), a.at(kHuge), bytes, 0};
+  EXPECT_EQ(StreamableCopies({copy, {StepKind::kCopy, a.at(kHuge + 8), a.at(2 * kHuge), 64, 0}}), 0u);
+  EXPECT_EQ(StreamableCopies({copy, {StepKind::kReduce, a.at(0), a.at(kHuge), bytes, 0}}), 0u);
+  EXPECT_EQ(StreamableCopies({copy, {StepKind::kDivide, nullptr, a.at(kHuge), bytes, 2}}), 0u);
+  EXPECT_EQ(StreamableCopies({copy, {StepKind::kCopy, a.at(2 * kHuge), a.at(kHuge), bytes, 0}}), 0b11u);
+}
+
 TEST(WorkerPool, RunsEveryTaskExactlyOnce) {
   WorkerPool pool(4);
   for (size_t n : {0, 1, 2, 7, 1000}) {
