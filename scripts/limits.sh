@@ -21,7 +21,7 @@ fi
 
 # The same measurement as the side-by-side benchmark (bench/compare/compare.py):
 # iperf3 between two simulated nodes on their own CPUs, one way and both ways at once.
-limits=$(python3 -c "import json, sys; sys.path.insert(0, 'bench/compare'); import compare; \
+limits=$(PYTHONDONTWRITEBYTECODE=1 python3 -c "import json, sys; sys.path.insert(0, 'bench/compare'); import compare; \
 print(json.dumps(compare.measure_limits('$bin')))")
 field() { python3 -c "import json, sys; print(f'{json.loads(sys.argv[1])[sys.argv[2]]:.3f}')" "$limits" "$1"; }
 membw=$(field memcpy_gbps)
