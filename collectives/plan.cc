@@ -202,6 +202,26 @@ void PlanAllGather(Ctx& c) {
 
 void PlanReduceScatter(Ctx& c) {
   const uint64_t world = static_cast<uint64_t>(c.layout.world_size());
+  if (c.num_nodes == 1) {
+    // Each output is its block of every input folded straight into it: no
+    // scratch vector of all blocks, which cost four passes over memory per
+    // input. All steps have one length and name blocks that are identical
+    // or disjoint, so they run block by block (local_steps.h), each output
+    // block staying in cache while every input's block folds into it. The
+    // fold starts with the output rank's own block: in place (NCCL's
+    // convention puts output j at block j of input j), that first copy is a
+    // no-op and no other step writes over an input another step reads.
+    for (int j : c.local) {
+      const uint64_t off = static_cast<uint64_t>(j) * c.bytes;
+      const Region out = RecvBuf(j, 0, c.bytes);
+      c.b.Copy(SendBuf(j, off, c.bytes), out);
+      for (int r : c.local) {
+        if (r != j) c.b.Reduce(SendBuf(r, off, c.bytes), out);
+      }
+      if (c.in.sig.redop == RedOp::kAvg) c.b.Divide(out, world);
+    }
+    return;
+  }
   const Region work = c.b.Scratch(c.bytes * world);
   if (c.num_nodes > 1 && c.local.size() == 1) {
     // One rank on this node: the ring folds from its input directly (as in
