@@ -132,12 +132,16 @@ void ReleaseRequest(baton_request* req) {
 // sleeps on the futex. Small operations finish in microseconds, but on a
 // node with fewer cores than busy threads one now and then takes 30-60 us,
 // and a client that slept by then pays a wake-up of as much again: 200 us
-// covers those. Larger operations take hundreds of microseconds, and a
-// client polling all that time takes CPU from the daemon threads that copy
-// its data, so it sleeps almost at once (docs/benchmarks.md).
-std::chrono::microseconds WaitSpinFor(uint64_t bytes) {
-  constexpr uint64_t kShortOpBytes = 256 << 10;  // under 100 us across nodes here
-  return std::chrono::microseconds(bytes <= kShortOpBytes ? 200 : 10);
+// covers those. Larger operations across nodes take hundreds of
+// microseconds, and a client polling all that time takes CPU from the
+// daemon threads that move its data, so it sleeps almost at once. On a
+// communicator within one node (`one_node`), operations up to 4 MiB per
+// rank are copies that end in well under a millisecond, and the wake-up
+// cost more than the polling: 1.2-1.6x at 512 KiB-2 MiB (docs/benchmarks.md).
+std::chrono::microseconds WaitSpinFor(uint64_t bytes, bool one_node) {
+  constexpr uint64_t kShortOpBytes = 256 << 10;         // under 100 us across nodes here
+  constexpr uint64_t kShortOneNodeOpBytes = 4 << 20;
+  return std::chrono::microseconds(bytes <= (one_node ? kShortOneNodeOpBytes : kShortOpBytes) ? 200 : 10);
 }
 
 // Completes `req` if it is done within timeout_ms; releases it when done.
@@ -416,7 +420,8 @@ baton_result_t Submit(Collective coll, const void* send, void* recv, size_t coun
     return RunOnFastPath(comm, sig, send, recv, send_bytes, recv_bytes);
   }
   baton_request* req = NewRequest(comm);
-  req->spin = WaitSpinFor(std::max(send_bytes, recv_bytes));
+  // The fast path exists only on communicators whose ranks share one node.
+  req->spin = WaitSpinFor(std::max(send_bytes, recv_bytes), comm->fast != nullptr);
   Status st = comm->conn->AcquireCompletion(&req->slot);
   if (!st.ok()) {
     FreeRequest(req);
