@@ -42,7 +42,7 @@ bool Elementwise(const std::vector<LocalStep>& steps) {
 }
 
 // Runs steps on bytes [off, off + len) of each; step i's copy goes through
-// StreamCopy when bit i of `stream` is set.
+// StreamCopy when bit i of `stream` is set (steps past the 64th never do).
 void RunSlice(const std::vector<LocalStep>& steps, uint64_t off, uint64_t len, DataType dtype, RedOp redop,
               uint64_t stream = 0) {
   const uint64_t esize = DataTypeSize(dtype);
@@ -51,7 +51,7 @@ void RunSlice(const std::vector<LocalStep>& steps, uint64_t off, uint64_t len, D
     switch (s.kind) {
       case StepKind::kCopy:
         if (s.src == s.dst) break;
-        if (stream & (uint64_t{1} << i)) {
+        if (i < 64 && (stream & (uint64_t{1} << i)) != 0) {
           StreamCopy(s.dst + off, s.src + off, len);
         } else {
           std::memmove(s.dst + off, s.src + off, len);

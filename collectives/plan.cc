@@ -38,6 +38,12 @@ std::vector<int> AllNodes(int n) {
   return all;
 }
 
+// AllGather and ReduceScatter within one node take n^2 steps when every
+// input goes straight to every output; checking that they can run block by
+// block costs a comparison per pair of steps, so beyond 8 ranks (64 steps)
+// they gather (reduce) into one vector first, in 2n steps.
+constexpr size_t kDirectLocalMaxRanks = 8;
+
 Region SendBuf(int rank, uint64_t off, uint64_t len) { return {BufKind::kSend, rank, off, len}; }
 Region RecvBuf(int rank, uint64_t off, uint64_t len) { return {BufKind::kRecv, rank, off, len}; }
 
@@ -172,7 +178,7 @@ void PlanBroadcast(Ctx& c) {
 
 void PlanAllGather(Ctx& c) {
   const uint64_t world = static_cast<uint64_t>(c.layout.world_size());
-  if (c.num_nodes == 1) {
+  if (c.num_nodes == 1 && c.local.size() <= kDirectLocalMaxRanks) {
     // Every input straight into every output: copies of one length into
     // disjoint places, so they run block by block (local_steps.h) and each
     // input is read from memory once, not gathered into one output first
@@ -202,7 +208,7 @@ void PlanAllGather(Ctx& c) {
 
 void PlanReduceScatter(Ctx& c) {
   const uint64_t world = static_cast<uint64_t>(c.layout.world_size());
-  if (c.num_nodes == 1) {
+  if (c.num_nodes == 1 && c.local.size() <= kDirectLocalMaxRanks) {
     // Each output is its block of every input folded straight into it: no
     // scratch vector of all blocks, which cost four passes over memory per
     // input. All steps have one length and name blocks that are identical

@@ -127,6 +127,25 @@ TEST_P(ScheduleMatrix, EveryTypeOpCountAndAlgorithm) {
   }
 }
 
+// Within one node, AllGather and ReduceScatter copy and fold straight
+// between the ranks' buffers up to 8 ranks, and go through one vector
+// beyond (plan.cc, kDirectLocalMaxRanks): both sides of that line.
+TEST(Schedule, AllGatherAndReduceScatterWithinOneNodeEitherSideOfEightRanks) {
+  for (int ranks : {8, 9, 12}) {
+    const NodeLayout layout = NodeLayout::Blocked({ranks});
+    for (Collective coll : {Collective::kAllGather, Collective::kReduceScatter}) {
+      for (RedOp op : {RedOp::kSum, RedOp::kAvg, RedOp::kMax}) {
+        if (coll == Collective::kAllGather && op != RedOp::kSum) continue;
+        for (bool in_place : {false, true}) {
+          const OpSignature sig{coll, DataType::kFloat32, op, -1, 1024 + 3};
+          RunAndCheck(layout, sig, Algorithm::kAuto, in_place);
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllLayouts, ScheduleMatrix,
     ::testing::Combine(::testing::Range<size_t>(0, 6), ::testing::ValuesIn(kCollectives)),
