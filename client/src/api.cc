@@ -137,7 +137,7 @@ void ReleaseRequest(baton_request* req) {
 // daemon threads that move its data, so it sleeps almost at once. On a
 // communicator within one node (`one_node`), operations up to 4 MiB per
 // rank are copies that end in well under a millisecond, and the wake-up
-// cost more than the polling: 1.2-1.6x at 512 KiB-2 MiB (docs/benchmarks.md).
+// cost more than the polling: 1.1-2.1x at 512 KiB-1 MiB (docs/benchmarks.md).
 std::chrono::microseconds WaitSpinFor(uint64_t bytes, bool one_node) {
   constexpr uint64_t kShortOpBytes = 256 << 10;         // under 100 us across nodes here
   constexpr uint64_t kShortOneNodeOpBytes = 4 << 20;
