@@ -9,15 +9,12 @@
 namespace baton {
 namespace {
 
-bool Disjoint(const uint8_t* a, const uint8_t* b, uint64_t bytes) {
-  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return x + bytes <= y || y + bytes <= x;
-}
-
 bool Disjoint(const uint8_t* a, uint64_t a_bytes, const uint8_t* b, uint64_t b_bytes) {
   const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
   return x + a_bytes <= y || y + b_bytes <= x;
 }
+
+bool Disjoint(const uint8_t* a, const uint8_t* b, uint64_t bytes) { return Disjoint(a, bytes, b, bytes); }
 
 // True if bytes [off, off + len) of every step may be computed without the
 // other bytes: all steps have one length, and any two regions of the group

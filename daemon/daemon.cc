@@ -239,7 +239,6 @@ void Daemon::ConfigureDataSocketBuffers() {
   const bool chosen = options_.sources.count("tcp-buffer-bytes") > 0;
   tcp::SetDataSocketBuffer(asked);
   const tcp::SocketBuffers got = tcp::ProbeDataSocketBuffers();
-  const bool capped = asked > 0 && (got.send < asked || got.receive < asked);
   if (tcp::EffectiveDataSocketBuffer(asked, chosen, got) != asked) {
     // Stock kernels cap at 208 KiB; measured slower than autotuning there:
     // docs/benchmarks.md, "Socket buffers".
@@ -247,7 +246,7 @@ void Daemon::ConfigureDataSocketBuffers() {
     BATON_INFO(kInit, "data connections: socket buffers left to the kernel's autotuning (net.ipv4.tcp_wmem, tcp_rmem): "
                "net.core.wmem_max / rmem_max would cap the default {} B at {} / {} B",
                asked, got.send, got.receive);
-  } else if (capped) {
+  } else if (tcp::Capped(asked, got)) {
     BATON_WARN("data connections get {} B send and {} B receive buffers, not the {} B of --tcp-buffer-bytes: "
                "net.core.wmem_max / rmem_max cap them. Raise those (sysctl -w net.core.rmem_max={} "
                "net.core.wmem_max={}) or use --tcp-buffer-bytes 0 for the kernel's autotuning",

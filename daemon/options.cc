@@ -256,6 +256,16 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       }
       return Status::Ok();
     };
+    // The next value as a size (64K, 1M) up to `max`; the error reads "ARG
+    // 'V' is not a size from 0 to MAX_TEXT".
+    auto next_size = [&](uint64_t max, const char* max_text, uint64_t* n) -> Status {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      if (!ParseSize(v, n) || *n > max) {
+        return Status::InvalidArgument(arg + " '" + v + "' is not a size from 0 to " + max_text);
+      }
+      return Status::Ok();
+    };
     if (arg == "--help" || arg == "-h") {
       o.help = true;
     } else if (arg == "--config") {
@@ -316,21 +326,9 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next_count(1000000, " of microseconds", "", &n));
       o.progress_spin = std::chrono::microseconds(n);
     } else if (arg == "--tcp-buffer-bytes") {
-      std::string v;
-      BATON_RETURN_IF_ERROR(next(&v));
-      uint64_t n = 0;
-      if (!ParseSize(v, &n) || n > (1u << 30)) {
-        return Status::InvalidArgument("--tcp-buffer-bytes '" + v + "' is not a size from 0 to 1G");
-      }
-      o.tcp_buffer_bytes = n;
+      BATON_RETURN_IF_ERROR(next_size(1u << 30, "1G", &o.tcp_buffer_bytes));
     } else if (arg == "--fast-path-max-bytes") {
-      std::string v;
-      BATON_RETURN_IF_ERROR(next(&v));
-      uint64_t n = 0;
-      if (!ParseSize(v, &n) || n > (1u << 20)) {
-        return Status::InvalidArgument("--fast-path-max-bytes '" + v + "' is not a size from 0 to 1M");
-      }
-      o.fast_path_max_bytes = n;
+      BATON_RETURN_IF_ERROR(next_size(1u << 20, "1M", &o.fast_path_max_bytes));
     } else if (arg == "--ready-file") {
       BATON_RETURN_IF_ERROR(next(&o.ready_file));
     } else if (arg == "--node-name") {

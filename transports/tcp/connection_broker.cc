@@ -115,9 +115,12 @@ SocketBuffers ProbeDataSocketBuffers() {
   return {get(SO_SNDBUF), get(SO_RCVBUF)};
 }
 
+bool Capped(uint64_t asked, SocketBuffers granted) {
+  return asked > 0 && (granted.send < asked || granted.receive < asked);
+}
+
 uint64_t EffectiveDataSocketBuffer(uint64_t asked, bool chosen, SocketBuffers granted) {
-  const bool capped = asked > 0 && (granted.send < asked || granted.receive < asked);
-  return capped && !chosen ? 0 : asked;
+  return Capped(asked, granted) && !chosen ? 0 : asked;
 }
 
 void TuneDataSocket(int fd) {

@@ -64,6 +64,9 @@ struct SocketBuffers {
 };
 SocketBuffers ProbeDataSocketBuffers();
 
+// Whether the kernel granted less than `asked` (0: nothing asked) on either side.
+bool Capped(uint64_t asked, SocketBuffers granted);
+
 // The buffer size batond applies, given the size `asked` for, whether the
 // operator chose it (or it is the default), and what the kernel grants for
 // it: a default the kernel would cap gives way to autotuning (0), because
