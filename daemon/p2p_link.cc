@@ -7,6 +7,7 @@
 
 #include "common/logging.h"
 #include "transports/tcp/connection_broker.h"
+#include "transports/tcp/transfer.h"
 
 namespace baton {
 
@@ -96,7 +97,7 @@ void P2pLink::WriteNext(int node) {
            send_seq_[{op.rank, op.sig.root}]++, op.sig.count, op.bufs.send_bytes};
   std::array<asio::const_buffer, 2> bufs{asio::buffer(&p.out, sizeof p.out),
                                          asio::buffer(op.bufs.send, op.bufs.send_bytes)};
-  asio::async_write(*p.socket, bufs, [this, node](const boost::system::error_code& ec, size_t) {
+  asio::async_write(*p.socket, bufs, tcp::TransferAll(), [this, node](const boost::system::error_code& ec, size_t) {
     if (ec) {
       if (ec != asio::error::operation_aborted) PeerClosed(node);
       return;
@@ -120,7 +121,7 @@ Status P2pLink::CheckSizes(const tcp::P2pHeader& h, const LocalOp& recv) {
 
 void P2pLink::ReadHeader(int node) {
   Peer& p = peers_[node];
-  asio::async_read(*p.socket, asio::buffer(&p.in, sizeof p.in), [this, node](const boost::system::error_code& ec,
+  asio::async_read(*p.socket, asio::buffer(&p.in, sizeof p.in), tcp::TransferAll(), [this, node](const boost::system::error_code& ec,
                                                                               size_t) {
     if (ec) {
       if (ec != asio::error::operation_aborted && failed_.ok()) PeerClosed(node);
@@ -140,7 +141,7 @@ void P2pLink::ReadHeader(int node) {
       Status st = CheckSizes(h, recv);
       if (st.ok()) {
         auto op = std::make_shared<LocalOp>(std::move(recv));
-        asio::async_read(*peer.socket, asio::buffer(op->bufs.recv, h.bytes),
+        asio::async_read(*peer.socket, asio::buffer(op->bufs.recv, h.bytes), tcp::TransferAll(),
                          [this, node, op](const boost::system::error_code& rec, size_t) {
                            if (rec) {
                              op->Finish(Status::Remote("receive from node " + node_names_[node] + " failed"));
@@ -154,7 +155,7 @@ void P2pLink::ReadHeader(int node) {
       }
       recv.Finish(st);
       peer.sink.resize(h.bytes);
-      asio::async_read(*peer.socket, asio::buffer(peer.sink), [this, node](const boost::system::error_code& rec,
+      asio::async_read(*peer.socket, asio::buffer(peer.sink), tcp::TransferAll(), [this, node](const boost::system::error_code& rec,
                                                                            size_t) {
         if (rec) {
           if (rec != asio::error::operation_aborted) PeerClosed(node);
@@ -175,7 +176,7 @@ void P2pLink::ReadHeader(int node) {
     }
     unexpected_bytes_ += h.bytes;
     auto un = std::make_shared<Unexpected>(Unexpected{h, std::vector<uint8_t>(h.bytes)});
-    asio::async_read(*peer.socket, asio::buffer(un->payload), [this, node, un](const boost::system::error_code& rec,
+    asio::async_read(*peer.socket, asio::buffer(un->payload), tcp::TransferAll(), [this, node, un](const boost::system::error_code& rec,
                                                                                size_t) {
       if (rec) {
         if (rec != asio::error::operation_aborted) PeerClosed(node);

@@ -11,6 +11,7 @@
 
 #include "common/logging.h"
 #include "transports/tcp/connection_broker.h"
+#include "transports/tcp/transfer.h"
 #include "transports/tcp/wire.h"
 
 namespace baton::tcp {
@@ -153,7 +154,7 @@ struct TcpMesh::Run {
         }
       }
       asio::async_write(Socket(lane), std::span<const asio::const_buffer>(w.out_buffers.data() + first, 2 * n - first),
-                        OnSend(lane, [this, lane, n](const boost::system::error_code& ec, size_t) {
+                        TransferAll(), OnSend(lane, [this, lane, n](const boost::system::error_code& ec, size_t) {
                           if (ec) return Fail(SocketError(lane, ec, "sending to"));
                           work[lane].next_send += n;
                           remaining -= n;
@@ -206,7 +207,7 @@ struct TcpMesh::Run {
     LaneWork& w = work[lane];
     if (!error.ok() || w.next_recv == w.recvs.size()) return;
     if (w.recvs[w.next_recv]->bytes <= kSmallMessageMaxBytes) return RecvSmall(lane);
-    asio::async_read(Socket(lane), asio::buffer(&w.in_header, sizeof w.in_header),
+    asio::async_read(Socket(lane), asio::buffer(&w.in_header, sizeof w.in_header), TransferAll(),
                      OnRecv(lane, [this, lane](const boost::system::error_code& ec, size_t) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
                        LaneWork& lw = work[lane];
@@ -262,7 +263,7 @@ struct TcpMesh::Run {
       at_least -= got;
     }
     asio::async_read(Socket(lane), asio::buffer(buf + w.batch_have, w.batch_bytes - w.batch_have),
-                     asio::transfer_at_least(at_least),
+                     TransferAtLeast(at_least),
                      OnRecv(lane, [this, lane](const boost::system::error_code& ec, size_t got) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
                        work[lane].batch_have += got;
@@ -305,7 +306,7 @@ struct TcpMesh::Run {
   }
 
   void RecvBody(size_t lane, const NetOp* op) {
-    asio::async_read(Socket(lane), asio::buffer(op->data, op->bytes),
+    asio::async_read(Socket(lane), asio::buffer(op->data, op->bytes), TransferAll(),
                      OnRecv(lane, [this, lane](const boost::system::error_code& ec, size_t) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
                        RecvDone(lane);
@@ -317,7 +318,7 @@ struct TcpMesh::Run {
     auto& staging = mesh->lanes_[lane].staging;
     if (staging.empty()) staging.resize(kStagingBytes);
     const uint64_t n = std::min<uint64_t>(kStagingBytes, op->bytes - offset);
-    asio::async_read(Socket(lane), asio::buffer(staging.data(), n),
+    asio::async_read(Socket(lane), asio::buffer(staging.data(), n), TransferAll(),
                      OnRecv(lane, [this, lane, op, offset, n](const boost::system::error_code& ec, size_t) {
                        if (ec) return Fail(SocketError(lane, ec, "receiving from"));
                        Fold(op, offset, mesh->lanes_[lane].staging.data(), n);
