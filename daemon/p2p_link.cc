@@ -121,8 +121,8 @@ Status P2pLink::CheckSizes(const tcp::P2pHeader& h, const LocalOp& recv) {
 
 void P2pLink::ReadHeader(int node) {
   Peer& p = peers_[node];
-  asio::async_read(*p.socket, asio::buffer(&p.in, sizeof p.in), tcp::TransferAll(), [this, node](const boost::system::error_code& ec,
-                                                                              size_t) {
+  asio::async_read(*p.socket, asio::buffer(&p.in, sizeof p.in), tcp::TransferAll(),
+                   [this, node](const boost::system::error_code& ec, size_t) {
     if (ec) {
       if (ec != asio::error::operation_aborted && failed_.ok()) PeerClosed(node);
       return;
@@ -155,8 +155,8 @@ void P2pLink::ReadHeader(int node) {
       }
       recv.Finish(st);
       peer.sink.resize(h.bytes);
-      asio::async_read(*peer.socket, asio::buffer(peer.sink), tcp::TransferAll(), [this, node](const boost::system::error_code& rec,
-                                                                           size_t) {
+      asio::async_read(*peer.socket, asio::buffer(peer.sink), tcp::TransferAll(),
+                       [this, node](const boost::system::error_code& rec, size_t) {
         if (rec) {
           if (rec != asio::error::operation_aborted) PeerClosed(node);
           return;
@@ -176,8 +176,8 @@ void P2pLink::ReadHeader(int node) {
     }
     unexpected_bytes_ += h.bytes;
     auto un = std::make_shared<Unexpected>(Unexpected{h, std::vector<uint8_t>(h.bytes)});
-    asio::async_read(*peer.socket, asio::buffer(un->payload), tcp::TransferAll(), [this, node, un](const boost::system::error_code& rec,
-                                                                               size_t) {
+    asio::async_read(*peer.socket, asio::buffer(un->payload), tcp::TransferAll(),
+                     [this, node, un](const boost::system::error_code& rec, size_t) {
       if (rec) {
         if (rec != asio::error::operation_aborted) PeerClosed(node);
         return;
