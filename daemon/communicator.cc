@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "control/peer_client.h"
 #include "daemon/comm_registry.h"
+#include "daemon/device_execution.h"
 #include "daemon/link_calibration.h"
 #include "daemon/metrics.h"
 #include "daemon/p2p_link.h"
@@ -730,7 +731,7 @@ Status Communicator::DiagnoseNetworkTimeout(uint64_t seq, const OpSignature& sig
                          Seconds(spec_.timeout) + ": " + why);
 }
 
-void Communicator::CountTraffic(const Schedule& schedule) const {
+void Communicator::CountTraffic(const Schedule& schedule, bool on_gpus) const {
   uint64_t sent = 0, received = 0, local = 0;
   for (const Phase& p : schedule.phases) {
     for (const Step& s : p.steps) {
@@ -745,7 +746,11 @@ void Communicator::CountTraffic(const Schedule& schedule) const {
     }
   }
   services_.metrics->RecordNetwork(sent, received);
-  services_.metrics->RecordLocalCopy(local);
+  if (on_gpus) {
+    services_.metrics->RecordGpuCopy(local);
+  } else {
+    services_.metrics->RecordLocalCopy(local);
+  }
 }
 
 Status Communicator::CalibrateLinks() {
@@ -830,10 +835,13 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
       // The node hosting a late rank times out first and tells everyone why;
       // the network wait gets a grace period so that its diagnosis wins.
       const auto grace = std::max<std::chrono::milliseconds>(std::chrono::seconds(1), spec_.timeout / 10);
+      bool on_gpus = false;
+      if (spec_.layout.num_nodes() == 1) st = RunOnDevices(schedule, ops, spec_.layout.world_size(), &on_gpus);
+      if (st.ok() && !on_gpus) st = StageDeferred(ops, &buffers);
       ExecutionContext ctx{&buffers, &scratch_, mesh_.get(), MessageStamp{spec_.uid, seq, sig},
                            std::chrono::steady_clock::now() + spec_.timeout + grace, services_.pool};
-      st = ExecuteSchedule(schedule, ctx);
-      if (st.ok() && services_.metrics != nullptr) CountTraffic(schedule);
+      if (st.ok() && !on_gpus) st = ExecuteSchedule(schedule, ctx);
+      if (st.ok() && services_.metrics != nullptr) CountTraffic(schedule, on_gpus);
       if (st.code() == Code::kTimeout) st = DiagnoseNetworkTimeout(seq, sig, st);
     }
   }
@@ -864,6 +872,16 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
   BATON_DEBUG(kColl, "{} op #{} {} on {}: {}", CollectiveName(sig.collective), seq, sig.ToString(), Describe(),
               st.ToString());
   return st;
+}
+
+Status Communicator::StageDeferred(std::vector<LocalOp>& ops, std::vector<RankBuffers>* buffers) {
+  for (LocalOp& o : ops) {
+    if (!o.device || o.device->staged() || !o.device->has_device_buffers()) continue;
+    if (!services_.pinned) return Status::Internal("GPU buffers on a daemon without a staging pool");
+    BATON_RETURN_IF_ERROR(o.device->Stage(*services_.pinned, &o.bufs));
+    (*buffers)[o.rank] = o.bufs;
+  }
+  return Status::Ok();
 }
 
 void Communicator::FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered) {

@@ -157,8 +157,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // kAuto the cheapest by the cost model (cached per collective and size).
   Algorithm ResolveAlgorithm(const PlanInput& plan);
   Status RunCollective(std::vector<LocalOp>& ops, uint64_t seq);
-  void CountTraffic(const Schedule& schedule) const;
+  void CountTraffic(const Schedule& schedule, bool on_gpus) const;
   void FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered);
+  // Stages the GPU buffers whose staging waited for the worker (one node,
+  // not run on the GPUs: device_execution.h) and updates `buffers`.
+  Status StageDeferred(std::vector<LocalOp>& ops, std::vector<RankBuffers>* buffers);
   Status CheckSignatures(const std::vector<LocalOp>& ops, uint64_t seq) const;
   // The error for local ranks that did not submit op `seq` within the timeout.
   Status LateRanksLocked(uint64_t seq, const PendingOp& p) const;

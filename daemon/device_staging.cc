@@ -36,8 +36,14 @@ Status DeviceStaging::WaitForStream(std::chrono::steady_clock::time_point deadli
 }
 
 Status DeviceStaging::Prepare(gpu::PinnedPool& pool, RankBuffers* bufs, std::chrono::steady_clock::time_point deadline,
-                             const std::atomic<bool>& cancel) {
+                             const std::atomic<bool>& cancel, bool defer_staging) {
   if (ready_ != nullptr) BATON_RETURN_IF_ERROR(WaitForStream(deadline, cancel));
+  return defer_staging ? Status::Ok() : Stage(pool, bufs);
+}
+
+Status DeviceStaging::Stage(gpu::PinnedPool& pool, RankBuffers* bufs) {
+  if (staged_) return Status::Internal("a GPU operation staged twice");
+  staged_ = true;
   const bool send_on_device = send_.segment && bufs->send_bytes > 0;
   const bool recv_on_device = recv_.segment && bufs->recv_bytes > 0;
   if (send_on_device && recv_on_device && send_.segment == recv_.segment) {
@@ -72,7 +78,7 @@ Status DeviceStaging::Prepare(gpu::PinnedPool& pool, RankBuffers* bufs, std::chr
 }
 
 Status DeviceStaging::Conclude(const RankBuffers& bufs) const {
-  if (!recv_.segment || bufs.recv_bytes == 0) return Status::Ok();
+  if (!staged_ || !recv_.segment || bufs.recv_bytes == 0) return Status::Ok();
   return gpu::CopyToDevice(recv_.device_ptr, bufs.recv, bufs.recv_bytes, recv_.segment->device());
 }
 

@@ -13,6 +13,11 @@
 // device receive buffer. Completion::stream_done is written by
 // Session::Complete after that, which releases the client's stream.
 //
+// On a communicator within one node, step 2 waits: its worker, which sees
+// every rank's buffers, runs the collective on the GPUs when all of them are
+// device memory (daemon/device_execution.h), and no staging is needed;
+// otherwise it stages then (Stage) and runs on host memory as above.
+//
 // A rank's send and receive buffers that overlap in one allocation (in-place
 // calls) share one staging buffer, so in-place stays in-place.
 #pragma once
@@ -40,14 +45,23 @@ class DeviceStaging {
   DeviceStaging(Side send, Side recv, std::atomic<uint32_t>* ready) : send_(std::move(send)), recv_(std::move(recv)),
                                                                       ready_(ready) {}
 
-  // Steps 1 and 2 above; points `bufs` at the staging memory. Timeout when
-  // the stream does not get there by `deadline`; Aborted once `cancel` is set.
+  // Step 1 above, then step 2 unless `defer_staging`. Timeout when the
+  // stream does not get there by `deadline`; Aborted once `cancel` is set.
   Status Prepare(gpu::PinnedPool& pool, RankBuffers* bufs, std::chrono::steady_clock::time_point deadline,
-                 const std::atomic<bool>& cancel);
-  // Copies the result (bufs.recv) back to the device receive buffer.
+                 const std::atomic<bool>& cancel, bool defer_staging);
+  // Step 2: copies device input into staging memory from `pool` and points
+  // `bufs` at it. Only once per operation.
+  Status Stage(gpu::PinnedPool& pool, RankBuffers* bufs);
+  // If the operation was staged, copies the result (bufs.recv) back to the
+  // device receive buffer; a collective that ran on the GPUs left it there.
   Status Conclude(const RankBuffers& bufs) const;
 
   bool stream_ordered() const { return ready_ != nullptr; }
+  bool staged() const { return staged_; }
+  bool has_device_buffers() const { return send_.segment || recv_.segment; }
+  // Where the rank's buffers are in GPU memory (segment null: host memory).
+  const Side& send_side() const { return send_; }
+  const Side& recv_side() const { return recv_; }
 
  private:
   Status WaitForStream(std::chrono::steady_clock::time_point deadline, const std::atomic<bool>& cancel) const;
@@ -57,6 +71,7 @@ class DeviceStaging {
   std::atomic<uint32_t>* ready_;
   gpu::PinnedLease send_host_;
   gpu::PinnedLease recv_host_;
+  bool staged_ = false;
 };
 
 }  // namespace baton

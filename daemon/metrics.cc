@@ -27,6 +27,11 @@ void Metrics::RecordLocalCopy(uint64_t bytes) {
   shm_bytes_ += bytes;
 }
 
+void Metrics::RecordGpuCopy(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  gpu_bytes_ += bytes;
+}
+
 void Metrics::RecordAuthFailure() {
   std::lock_guard<std::mutex> lock(mu_);
   ++auth_failures_;
@@ -54,6 +59,10 @@ void Metrics::Fill(baton::v1::Counters* out) const {
   shm->set_transport("shm");
   shm->set_bytes_sent(shm_bytes_);
   shm->set_bytes_received(shm_bytes_);
+  auto* gpu = out->add_transports();
+  gpu->set_transport("gpu");
+  gpu->set_bytes_sent(gpu_bytes_);
+  gpu->set_bytes_received(gpu_bytes_);
 }
 
 }  // namespace baton

@@ -21,6 +21,8 @@ class Metrics {
   void RecordOp(Collective c, uint64_t bytes, std::chrono::nanoseconds latency, bool ok);
   void RecordNetwork(uint64_t sent, uint64_t received);
   void RecordLocalCopy(uint64_t bytes);
+  // Bytes the local steps of a collective moved on GPUs (device_execution.h).
+  void RecordGpuCopy(uint64_t bytes);
   void RecordAuthFailure();
 
   void Fill(baton::v1::Counters* out) const;
@@ -37,6 +39,7 @@ class Metrics {
   uint64_t tcp_sent_ = 0;
   uint64_t tcp_received_ = 0;
   uint64_t shm_bytes_ = 0;
+  uint64_t gpu_bytes_ = 0;
   uint64_t auth_failures_ = 0;
 };
 

@@ -54,7 +54,9 @@ void StreamGate::Run(const std::shared_ptr<State>& state) {
     if (state->stopping) {
       st = Status::Aborted("the client disconnected before its CUDA stream reached this operation");
     } else if (e.op.device) {
-      st = e.op.device->Prepare(*state->pool, &e.op.bufs, e.deadline, state->stopping);
+      // Within one node the worker decides whether to stage (device_execution.h).
+      const bool defer = e.comm->spec().layout.num_nodes() == 1 && e.op.device->has_device_buffers();
+      st = e.op.device->Prepare(*state->pool, &e.op.bufs, e.deadline, state->stopping, defer);
     }
     if (st.ok()) {
       e.comm->Submit(std::move(e.op));

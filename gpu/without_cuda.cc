@@ -9,6 +9,7 @@
 #include "gpu/device_segment.h"
 #include "gpu/pinned_pool.h"
 #include "gpu/reduce_kernels.h"
+#include "gpu/step_runner.h"
 #include "gpu/stream_flags.h"
 
 namespace baton::gpu {
@@ -52,5 +53,9 @@ Status LaunchReduce(DataType, RedOp, void*, const void*, const void*, uint64_t, 
   return RequireCuda("a GPU reduction");
 }
 Status LaunchDivide(DataType, void*, uint64_t, uint64_t, void*) { return RequireCuda("a GPU reduction"); }
+
+bool EnablePeerAccess(const std::vector<int>&) { return false; }
+Status ThreadScratch(int, uint64_t, uint8_t**) { return RequireCuda("GPU scratch memory"); }
+Status RunDeviceSteps(const std::vector<DeviceStep>&, DataType, RedOp) { return RequireCuda("a collective on GPUs"); }
 
 }  // namespace baton::gpu

@@ -27,19 +27,6 @@
 namespace baton::test {
 namespace {
 
-// Runs batonctl with `args`; returns its stdout and sets *rc to its exit status.
-std::string Batonctl(const std::string& args, int* rc = nullptr) {
-  std::string cmd = std::string(BATONCTL_PATH) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = ::pclose(p);
-  if (rc) *rc = WEXITSTATUS(status);
-  return out;
-}
-
 // The uid of the first communicator in `batonctl comms` output: the first 16
 // characters of the row under the "UID" header. Anything printed before the
 // table (a sanitizer's exit report reaches the pipe before stdout is flushed)

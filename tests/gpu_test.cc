@@ -6,8 +6,11 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <sstream>
 
 #include "collectives/reduce.h"
 #include "collectives/reference.h"
@@ -126,6 +129,12 @@ struct MatrixCase {
 const MatrixCase kCases[] = {
     {"1node_x2_device", 1, {0, 0}, {Placement::kDevice, Placement::kDevice}, false},
     {"1node_x2_device_stream", 1, {0, 0}, {Placement::kDevice, Placement::kDevice}, true},
+    // Within one node, all-device collectives run on the GPU (device_execution.h);
+    // four ranks give schedules of many steps.
+    {"1node_x4_device_stream", 1, {0, 0, 0, 0},
+     {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice}, true},
+    // ... and with a host buffer among them, the worker stages instead.
+    {"1node_x3_mixed", 1, {0, 0, 0}, {Placement::kDevice, Placement::kHost, Placement::kDeviceSendHostRecv}, false},
     {"2nodes_x1_device_stream", 2, {0, 1}, {Placement::kDevice, Placement::kDevice}, true},
     {"2nodes_x2_mixed", 2, {0, 0, 1, 1},
      {Placement::kDevice, Placement::kHost, Placement::kDeviceSendHostRecv, Placement::kDevice}, false},
@@ -218,6 +227,64 @@ TEST_P(GpuCollectives, MatchReferenceElementByElement) {
 
 INSTANTIATE_TEST_SUITE_P(Placements, GpuCollectives, ::testing::Range<size_t>(0, std::size(kCases)),
                          [](const auto& info) { return std::string(kCases[info.param].name); });
+
+// Bytes per transport in the daemon's counters (`batonctl counters`:
+// "transport gpu  sent N B, received N B").
+std::map<std::string, uint64_t> TransportBytes(const LocalCluster& cluster) {
+  std::istringstream out(Batonctl("--address " + cluster.rendezvous() + " counters"));
+  std::map<std::string, uint64_t> bytes;
+  std::string line;
+  while (std::getline(out, line)) {
+    char name[16] = {};
+    unsigned long long sent = 0;
+    if (std::sscanf(line.c_str(), "transport %15s sent %llu B", name, &sent) == 2) bytes[name] = sent;
+  }
+  return bytes;
+}
+
+// Within one node, a collective of device buffers runs on the GPU: the
+// daemon counts its local traffic under "gpu" and none through host memory
+// ("shm"). With one rank's buffer in host memory the same collective is
+// staged: "shm" grows, "gpu" does not. Results checked in both.
+TEST(GpuOneNode, DeviceBuffersAreReducedOnTheGpuAndMixedOnesStaged) {
+  SKIP_WITHOUT_GPU();
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  constexpr size_t kCount = 1 << 20;  // far above the fast path's limit
+  auto run = [&](bool rank1_on_host) {
+    std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("gpu-path"), [&](int rank, baton_comm_t comm) {
+      cudaSetDevice(0);
+      std::vector<float> host(kCount, static_cast<float>(rank + 1));
+      DeviceBuffer buf;
+      float* x = host.data();
+      if (!(rank == 1 && rank1_on_host)) {
+        ASSERT_EQ(cudaMalloc(&buf.ptr, kCount * sizeof(float)), cudaSuccess);
+        x = static_cast<float*>(buf.ptr);
+        cudaMemcpy(x, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice);
+      }
+      for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(baton_allreduce(x, x, kCount, baton_float32, baton_sum, comm, nullptr), baton_success)
+            << baton_get_last_error(comm);
+      }
+      if (x != host.data()) cudaMemcpy(host.data(), x, kCount * sizeof(float), cudaMemcpyDeviceToHost);
+      for (size_t i = 0; i < kCount; ++i) {
+        if (host[i] != 12.0f) {  // in place, three times: 1 + 2 = 3, 3 + 3 = 6, 6 + 6 = 12
+          ADD_FAILURE() << "rank " << rank << " element " << i << ": got " << host[i] << ", want 12";
+          break;
+        }
+      }
+    });
+    ASSERT_EQ(err, "");
+  };
+  run(/*rank1_on_host=*/false);
+  const auto device_only = TransportBytes(*cluster);
+  EXPECT_GE(device_only.at("gpu"), 3 * kCount * sizeof(float)) << "collectives of GPU buffers did not run on the GPU";
+  EXPECT_EQ(device_only.at("shm"), 0u) << "collectives of GPU buffers went through host memory";
+  run(/*rank1_on_host=*/true);
+  const auto mixed = TransportBytes(*cluster);
+  EXPECT_EQ(mixed.at("gpu"), device_only.at("gpu"));
+  EXPECT_GE(mixed.at("shm"), 3 * kCount * sizeof(float));
+}
 
 // The ordering contract: the collective reads its input only after the
 // kernel queued before it wrote it, work queued after it sees its output,

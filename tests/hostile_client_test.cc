@@ -24,16 +24,6 @@ namespace {
 
 using client::DaemonConnection;
 
-std::string Batonctl(const std::string& args) {
-  FILE* p = ::popen((std::string(BATONCTL_PATH) + " " + args + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ::pclose(p);
-  return out;
-}
-
 class HostileClient : public ::testing::Test {
  protected:
   void SetUp() override {

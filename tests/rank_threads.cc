@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -41,6 +43,22 @@ Outcome TimedAllReduce(baton_comm_t comm) {
 std::string UniqueJob(const std::string& prefix) {
   static std::atomic<int> counter{0};
   return prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+std::string Batonctl(const std::string& args, int* rc) {
+  const std::string cmd = std::string(BATONCTL_PATH) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    if (rc) *rc = -1;
+    return "popen failed for: " + cmd;
+  }
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  if (rc) *rc = WEXITSTATUS(status);
+  return out;
 }
 
 std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_of_rank, const std::string& job,

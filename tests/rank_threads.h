@@ -53,4 +53,8 @@ pid_t SpawnRank(const LocalCluster& cluster, int node, const std::string& job, i
 // A unique job id per call, so tests never collide in rendezvous.
 std::string UniqueJob(const std::string& prefix);
 
+// Runs this tree's batonctl with `args`; returns its output (stdout and
+// stderr) and sets *rc to its exit status.
+std::string Batonctl(const std::string& args, int* rc = nullptr);
+
 }  // namespace baton::test

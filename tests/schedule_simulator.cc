@@ -19,6 +19,56 @@ struct NodeState {
 
 }  // namespace
 
+RankMemory MakeRankMemory(const OpSignature& sig, int world, bool in_place) {
+  using namespace reference;
+  const uint64_t es = DataTypeSize(sig.dtype);
+  const uint64_t blk = sig.count * es;
+  RankMemory m;
+  m.sends.resize(world);
+  m.recvs.resize(world);
+  m.sim.resize(world);
+  for (int r = 0; r < world; ++r) {
+    m.sends[r] = MakeSendBuffer(sig, world, r);
+    BufferExtents ext;
+    ComputeExtents(sig.collective, sig.count, world, r, sig.root, &ext);
+    m.recvs[r].assign(ext.recv_elems * es, 0xAB);
+    m.sim[r] = {m.sends[r].data(), m.sends[r].size(), m.recvs[r].data(), m.recvs[r].size()};
+    if (!in_place) continue;
+    // Place the input inside the output buffer (or the output inside the input).
+    switch (sig.collective) {
+      case Collective::kAllReduce:
+      case Collective::kAllToAll:
+      case Collective::kBroadcast:
+      case Collective::kReduce:
+        if (ext.send_elems == ext.recv_elems) {
+          if (!m.sends[r].empty()) std::memcpy(m.recvs[r].data(), m.sends[r].data(), m.sends[r].size());
+          m.sim[r].send = m.recvs[r].data();
+          m.in_place_ranks.push_back(r);
+        }
+        break;
+      case Collective::kAllGather:
+      case Collective::kGather:
+        if (ext.recv_elems > 0) {
+          std::memcpy(m.recvs[r].data() + r * blk, m.sends[r].data(), blk);
+          m.sim[r].send = m.recvs[r].data() + r * blk;
+          m.sim[r].send_bytes = blk;
+        }
+        break;
+      case Collective::kReduceScatter:
+      case Collective::kScatter:
+        if (ext.send_elems > 0) {
+          m.sim[r].recv = m.sends[r].data() + r * blk;
+          m.sim[r].recv_bytes = blk;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  m.inputs = m.sends;
+  return m;
+}
+
 Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo, const std::vector<SimRank>& ranks,
                 const std::vector<int>& in_place_ranks) {
   const int n = layout.num_nodes();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/reference.h"
 #include "collectives/schedule.h"
 
 namespace baton::test {
@@ -18,6 +19,25 @@ struct SimRank {
   uint8_t* recv = nullptr;
   uint64_t recv_bytes = 0;
 };
+
+// Every rank's buffers for a checked run of `sig`. With in_place, each
+// rank's input sits where NCCL's in-place convention puts it inside its
+// output (or its output inside its input), and `in_place_ranks` lists the
+// ranks whose send and receive buffers coincide.
+struct RankMemory {
+  RankMemory() = default;
+  RankMemory(const RankMemory&) = delete;  // `sim` points into the vectors
+  RankMemory& operator=(const RankMemory&) = delete;
+  RankMemory(RankMemory&&) = default;
+  RankMemory& operator=(RankMemory&&) = default;
+
+  std::vector<reference::Bytes> inputs;  // pristine copy of every rank's input, for the reference
+  std::vector<reference::Bytes> sends;
+  std::vector<reference::Bytes> recvs;
+  std::vector<SimRank> sim;
+  std::vector<int> in_place_ranks;
+};
+RankMemory MakeRankMemory(const OpSignature& sig, int world, bool in_place);
 
 // Runs the collective `sig` on all nodes of `layout`. `ranks[r]` gives rank r's buffers.
 Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo, const std::vector<SimRank>& ranks,

@@ -32,63 +32,15 @@ const Collective kCollectives[] = {Collective::kAllReduce, Collective::kBroadcas
                                    Collective::kAllGather, Collective::kReduceScatter, Collective::kScatter,
                                    Collective::kGather, Collective::kAllToAll};
 
-struct Buffers {
-  std::vector<Bytes> sends;
-  std::vector<Bytes> recvs;
-  std::vector<SimRank> sim;
-};
-
 // Runs `sig` on `layout`; with in_place, each rank's input sits where NCCL's
 // in-place convention puts it inside its output (or vice versa).
 void RunAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorithm algo, bool in_place) {
   const int world = layout.world_size();
-  const uint64_t es = DataTypeSize(sig.dtype);
-  const uint64_t blk = sig.count * es;
-  std::vector<Bytes> sends(world);
-  std::vector<Bytes> recvs(world);
-  std::vector<SimRank> sim(world);
-  std::vector<int> in_place_ranks;
-  for (int r = 0; r < world; ++r) {
-    sends[r] = MakeSendBuffer(sig, world, r);
-    BufferExtents ext;
-    ComputeExtents(sig.collective, sig.count, world, r, sig.root, &ext);
-    recvs[r].assign(ext.recv_elems * es, 0xAB);
-    sim[r] = {sends[r].data(), sends[r].size(), recvs[r].data(), recvs[r].size()};
-    if (!in_place) continue;
-    // Place the input inside the output buffer (or the output inside the input).
-    switch (sig.collective) {
-      case Collective::kAllReduce:
-      case Collective::kAllToAll:
-      case Collective::kBroadcast:
-      case Collective::kReduce:
-        if (ext.send_elems == ext.recv_elems) {
-          if (!sends[r].empty()) std::memcpy(recvs[r].data(), sends[r].data(), sends[r].size());
-          sim[r].send = recvs[r].data();
-          in_place_ranks.push_back(r);
-        }
-        break;
-      case Collective::kAllGather:
-      case Collective::kGather:
-        if (ext.recv_elems > 0) {
-          std::memcpy(recvs[r].data() + r * blk, sends[r].data(), blk);
-          sim[r].send = recvs[r].data() + r * blk;
-          sim[r].send_bytes = blk;
-        }
-        break;
-      case Collective::kReduceScatter:
-      case Collective::kScatter:
-        if (ext.send_elems > 0) {
-          sim[r].recv = sends[r].data() + r * blk;
-          sim[r].recv_bytes = blk;
-        }
-        break;
-      default:
-        break;
-    }
-  }
+  RankMemory mem = MakeRankMemory(sig, world, in_place);
+  const std::vector<SimRank>& sim = mem.sim;
   // Reference from pristine copies of the inputs.
-  std::vector<Bytes> inputs = sends;
-  Status st = Simulate(layout, sig, algo, sim, in_place_ranks);
+  const std::vector<Bytes>& inputs = mem.inputs;
+  Status st = Simulate(layout, sig, algo, sim, mem.in_place_ranks);
   ASSERT_TRUE(st.ok()) << st.ToString();
   for (int r = 0; r < world; ++r) {
     Bytes want = Expected(sig, world, r, inputs);

@@ -1,0 +1,117 @@
+#include "collectives/device_steps.h"
+
+#include <algorithm>
+#include <string>
+
+namespace baton {
+namespace {
+
+struct Span {
+  const uint8_t* p = nullptr;
+  uint64_t bytes = 0;
+};
+
+bool Overlap(Span a, Span b) {
+  if (a.bytes == 0 || b.bytes == 0) return false;
+  const auto x = reinterpret_cast<uintptr_t>(a.p), y = reinterpret_cast<uintptr_t>(b.p);
+  return x < y + b.bytes && y < x + a.bytes;
+}
+
+// What a step reads and writes. A reduction and a division read their
+// destination too, which the write covers already.
+Span Written(const DeviceStep& s) { return {s.dst, s.bytes}; }
+Span Read(const DeviceStep& s) { return s.src != nullptr ? Span{s.src, s.bytes} : Span{}; }
+
+// `later` must wait for `earlier` if either writes what the other touches.
+bool Conflict(const DeviceStep& earlier, const DeviceStep& later) {
+  return Overlap(Written(earlier), Written(later)) || Overlap(Written(earlier), Read(later)) ||
+         Overlap(Read(earlier), Written(later));
+}
+
+Status Resolve(const Region& r, const DeviceMemory& m, uint8_t** ptr, int* device) {
+  uint8_t* base = nullptr;
+  uint64_t size = 0;
+  if (r.buf == BufKind::kScratch) {
+    base = m.scratch;
+    size = m.scratch_bytes;
+    *device = m.scratch_device;
+  } else {
+    if (r.rank < 0 || static_cast<size_t>(r.rank) >= m.buffers->size()) {
+      return Status::InvalidArgument("schedule names rank " + std::to_string(r.rank) + " outside the communicator");
+    }
+    const DeviceRankBuffers& b = (*m.buffers)[r.rank];
+    base = r.buf == BufKind::kSend ? b.send : b.recv;
+    size = r.buf == BufKind::kSend ? b.send_bytes : b.recv_bytes;
+    *device = r.buf == BufKind::kSend ? b.send_device : b.recv_device;
+  }
+  if (r.bytes == 0) {
+    *ptr = base;
+    return Status::Ok();
+  }
+  if (base == nullptr || *device < 0 || r.offset > size || r.bytes > size - r.offset) {
+    return Status::InvalidArgument("schedule region outside its GPU buffer (rank " + std::to_string(r.rank) +
+                                   ", offset " + std::to_string(r.offset) + ", bytes " + std::to_string(r.bytes) +
+                                   ", buffer " + std::to_string(size) + ")");
+  }
+  *ptr = base + r.offset;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status PlanDeviceSteps(const Schedule& schedule, const DeviceMemory& memory, std::vector<DeviceStep>* out) {
+  out->clear();
+  if (memory.scratch_bytes < schedule.scratch_bytes) {
+    return Status::InvalidArgument("GPU scratch of " + std::to_string(memory.scratch_bytes) +
+                                   " bytes, the schedule needs " + std::to_string(schedule.scratch_bytes));
+  }
+  for (const Phase& phase : schedule.phases) {
+    for (const Step& s : phase.steps) {
+      if (s.IsNetwork()) return Status::InvalidArgument("a schedule with network steps cannot run on GPUs alone");
+      DeviceStep d;
+      d.kind = s.kind;
+      d.divisor = s.divisor;
+      d.bytes = s.dst.bytes;
+      BATON_RETURN_IF_ERROR(Resolve(s.dst, memory, &d.dst, &d.device));
+      if (s.kind != StepKind::kDivide) {
+        if (s.src.bytes != s.dst.bytes) return Status::InvalidArgument("schedule step with regions of different sizes");
+        uint8_t* src = nullptr;
+        int src_device = -1;
+        BATON_RETURN_IF_ERROR(Resolve(s.src, memory, &src, &src_device));
+        d.src = src;
+        if (d.src != d.dst && Overlap(Read(d), Written(d))) {
+          return Status::InvalidArgument("schedule step whose source and destination partly overlap");
+        }
+      }
+      if (d.bytes == 0 || (d.kind == StepKind::kCopy && d.src == d.dst)) continue;  // nothing to do
+      out->push_back(std::move(d));
+    }
+  }
+  // Waits: for each earlier GPU, the latest earlier step there in conflict
+  // (its stream ran everything before it on that GPU first).
+  std::vector<DeviceStep>& steps = *out;
+  const std::vector<int> devices = DevicesOf(steps);
+  for (size_t j = 0; j < steps.size(); ++j) {
+    for (int dev : devices) {
+      if (dev == steps[j].device) continue;
+      for (size_t i = j; i-- > 0;) {
+        if (steps[i].device == dev && Conflict(steps[i], steps[j])) {
+          steps[j].waits.push_back(static_cast<uint32_t>(i));
+          steps[i].signals = true;
+          break;
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<int> DevicesOf(const std::vector<DeviceStep>& steps) {
+  std::vector<int> devices;
+  for (const DeviceStep& s : steps) {
+    if (std::find(devices.begin(), devices.end(), s.device) == devices.end()) devices.push_back(s.device);
+  }
+  return devices;
+}
+
+}  // namespace baton

@@ -1,0 +1,71 @@
+// DeviceSteps: a single-node schedule run on the ranks' GPU memory.
+//
+// Within one node a schedule is only local steps (copy, reduce, divide).
+// When every rank's buffers are GPU memory, those same steps can run on the
+// GPUs instead of on staged host copies: the schedule, its order of
+// operations and so its results (bit for bit, the kernels having the host
+// kernels' semantics) stay the ones the host path has; only the memory and
+// the engine change.
+//
+// Each step runs on a stream of the GPU that holds its destination (a
+// reduction kernel there reads the source through peer access; a copy goes
+// through the copy engines). One stream per GPU keeps that GPU's steps in
+// schedule order. A step that touches memory an earlier step on another GPU
+// wrote or read (or writes memory it read) waits for it (a CUDA event), so
+// the whole runs with the effect of running the steps one after another,
+// while steps on different GPUs without such a conflict run at once: the
+// folds of a ReduceScatter, for example, one per GPU.
+//
+// This file is the plan: pure logic, no CUDA, tested on any machine
+// (tests/device_steps_test.cc). gpu/step_runner.h runs it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "collectives/schedule.h"
+#include "common/status.h"
+
+namespace baton {
+
+// One local rank's buffers in GPU memory (pointers in this process), with
+// the device that holds each. A buffer of zero bytes may be null.
+struct DeviceRankBuffers {
+  uint8_t* send = nullptr;
+  uint64_t send_bytes = 0;
+  int send_device = -1;
+  uint8_t* recv = nullptr;
+  uint64_t recv_bytes = 0;
+  int recv_device = -1;
+};
+
+struct DeviceStep {
+  StepKind kind = StepKind::kCopy;  // kCopy, kReduce or kDivide
+  const uint8_t* src = nullptr;     // null for kDivide
+  uint8_t* dst = nullptr;
+  uint64_t bytes = 0;
+  uint64_t divisor = 0;             // kDivide
+  int device = -1;                  // the GPU holding dst: the step runs on its stream
+  std::vector<uint32_t> waits;      // earlier steps, on other GPUs, that must finish first
+  bool signals = false;             // a later step on another GPU waits for this one
+};
+
+struct DeviceMemory {
+  const std::vector<DeviceRankBuffers>* buffers = nullptr;  // indexed by global rank; local ranks filled
+  uint8_t* scratch = nullptr;                               // at least the schedule's scratch_bytes
+  uint64_t scratch_bytes = 0;
+  int scratch_device = -1;
+};
+
+// Resolves `schedule`'s steps onto `memory` and orders them across GPUs.
+// Fails with kInvalidArgument, leaving the collective to the host path, for
+// a schedule this cannot run exactly as the host would: a network step, a
+// region outside its buffer, or a copy or reduction whose source and
+// destination partly overlap (the host runs those in memmove's order; a
+// kernel's threads have none).
+Status PlanDeviceSteps(const Schedule& schedule, const DeviceMemory& memory, std::vector<DeviceStep>* out);
+
+// The GPUs `steps` run on, each once, in order of first use.
+std::vector<int> DevicesOf(const std::vector<DeviceStep>& steps);
+
+}  // namespace baton

@@ -1,0 +1,68 @@
+#include "daemon/device_execution.h"
+
+#include <algorithm>
+
+#include "collectives/device_steps.h"
+#include "common/logging.h"
+#include "gpu/step_runner.h"
+
+namespace baton {
+namespace {
+
+// The rank's buffers as GPU memory, or false if one that is not empty is
+// not (or was staged already).
+bool OnDevice(const LocalOp& op, DeviceRankBuffers* out) {
+  if (!op.device || op.device->staged()) return false;
+  const DeviceStaging::Side& send = op.device->send_side();
+  const DeviceStaging::Side& recv = op.device->recv_side();
+  if ((op.bufs.send_bytes > 0 && !send.segment) || (op.bufs.recv_bytes > 0 && !recv.segment)) return false;
+  if (op.bufs.send_bytes > 0) *out = {send.device_ptr, op.bufs.send_bytes, send.segment->device(), {}, 0, -1};
+  if (op.bufs.recv_bytes > 0) {
+    out->recv = recv.device_ptr;
+    out->recv_bytes = op.bufs.recv_bytes;
+    out->recv_device = recv.segment->device();
+  }
+  return true;
+}
+
+}  // namespace
+
+Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, bool* ran) {
+  *ran = false;
+  if (ops.empty() || ops[0].sig.collective == Collective::kSplit) return Status::Ok();
+  // The host-memory collectives (nearly all) leave here, without allocating.
+  for (const LocalOp& op : ops) {
+    if (!op.device || !op.device->has_device_buffers()) return Status::Ok();
+  }
+  // Reused from call to call on this thread (a worker).
+  thread_local std::vector<DeviceRankBuffers> buffers;
+  thread_local std::vector<DeviceStep> steps;
+  buffers.assign(static_cast<size_t>(world), DeviceRankBuffers{});
+  std::vector<int> devices;
+  for (const LocalOp& op : ops) {
+    if (op.rank < 0 || op.rank >= world || !OnDevice(op, &buffers[op.rank])) return Status::Ok();
+    for (int d : {buffers[op.rank].send_device, buffers[op.rank].recv_device}) {
+      if (d >= 0 && std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+    }
+  }
+  if (devices.empty()) return Status::Ok();  // nothing in GPU memory (a barrier, or empty buffers)
+  if (devices.size() > 1 && !gpu::EnablePeerAccess(devices)) {
+    BATON_DEBUG(kColl, "{}: the GPUs of the local ranks cannot reach one another; staging through host memory",
+                ops[0].sig.ToString());
+    return Status::Ok();
+  }
+  DeviceMemory memory{&buffers, nullptr, 0, devices.front()};
+  if (schedule.scratch_bytes > 0) {
+    BATON_RETURN_IF_ERROR(gpu::ThreadScratch(memory.scratch_device, schedule.scratch_bytes, &memory.scratch));
+    memory.scratch_bytes = schedule.scratch_bytes;
+  }
+  if (Status planned = PlanDeviceSteps(schedule, memory, &steps); !planned.ok()) {
+    BATON_DEBUG(kColl, "{}: not run on the GPUs ({}); staging through host memory", ops[0].sig.ToString(),
+                planned.ToString());
+    return Status::Ok();
+  }
+  *ran = true;
+  return gpu::RunDeviceSteps(steps, ops[0].sig.dtype, ops[0].sig.redop);
+}
+
+}  // namespace baton

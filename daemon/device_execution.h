@@ -1,0 +1,32 @@
+// Collectives within one node on GPU memory: when every local rank's
+// buffers are GPU memory that batond opened (CUDA IPC), the communicator's
+// worker runs the schedule's steps on the GPUs (collectives/device_steps.h,
+// gpu/step_runner.h) instead of staging every buffer through host memory,
+// reducing on the CPU and copying the result back.
+//
+// Conditions, all checked here; when one fails the caller stages
+// (DeviceStaging::Stage) and runs on host memory as before, with the same
+// result:
+//   * the communicator has one node (across nodes the network needs host
+//     memory: staging, docs/gpu.md);
+//   * every local rank's non-empty send and receive buffers are GPU memory,
+//     not staged yet;
+//   * the GPUs involved reach one another (peer access), or are one GPU;
+//   * the schedule can run on GPUs exactly as on the host (PlanDeviceSteps).
+#pragma once
+
+#include <vector>
+
+#include "collectives/schedule.h"
+#include "common/status.h"
+#include "daemon/local_op.h"
+
+namespace baton {
+
+// Runs `schedule` (one node's, for `ops`, the local ranks' parts, of a
+// communicator of `world` ranks) on the GPUs if the conditions above hold,
+// and returns its status with *ran = true; otherwise returns OK with
+// *ran = false and touches nothing.
+Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, bool* ran);
+
+}  // namespace baton

@@ -1,0 +1,258 @@
+// The plan that runs a single-node schedule on GPUs (collectives/
+// device_steps.h), checked without a GPU: every single-node schedule, with
+// the ranks' buffers spread over one, two or one GPU each, is planned, then
+// run on host memory in orders a set of GPUs may choose (each GPU's steps
+// in order, a step after the steps it waits for, otherwise any
+// interleaving), and every rank's result is compared with the reference
+// element by element. Separately, every pair of steps that touch the same
+// memory must be ordered by the plan (the property the runs sample).
+#include "collectives/device_steps.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "collectives/reduce.h"
+#include "collectives/reference.h"
+#include "tests/schedule_simulator.h"
+
+namespace baton::test {
+namespace {
+using namespace baton::reference;
+
+bool Overlap(const uint8_t* a, uint64_t a_bytes, const uint8_t* b, uint64_t b_bytes) {
+  return a_bytes > 0 && b_bytes > 0 && a < b + b_bytes && b < a + a_bytes;
+}
+
+// Whether running `j` before `i` could change the result.
+bool Touch(const DeviceStep& i, const DeviceStep& j) {
+  auto reads = [](const DeviceStep& s) { return s.src; };
+  return Overlap(i.dst, i.bytes, j.dst, j.bytes) || (reads(j) && Overlap(i.dst, i.bytes, j.src, j.bytes)) ||
+         (reads(i) && Overlap(i.src, i.bytes, j.dst, j.bytes));
+}
+
+// before[j][i]: step i finishes before step j starts, by stream order (one
+// GPU's steps in order) and waits, transitively.
+std::vector<std::vector<bool>> HappensBefore(const std::vector<DeviceStep>& steps) {
+  const size_t n = steps.size();
+  std::vector<std::vector<bool>> before(n, std::vector<bool>(n, false));
+  for (size_t j = 0; j < n; ++j) {
+    std::vector<size_t> direct(steps[j].waits.begin(), steps[j].waits.end());
+    for (size_t i = j; i-- > 0;) {
+      if (steps[i].device == steps[j].device) {
+        direct.push_back(i);
+        break;
+      }
+    }
+    for (size_t i : direct) {
+      before[j][i] = true;
+      for (size_t k = 0; k < n; ++k) {
+        if (before[i][k]) before[j][k] = true;
+      }
+    }
+  }
+  return before;
+}
+
+void Run(const DeviceStep& s, DataType dtype, RedOp redop) {
+  const uint64_t count = s.bytes / DataTypeSize(dtype);
+  switch (s.kind) {
+    case StepKind::kCopy: std::memcpy(s.dst, s.src, s.bytes); break;
+    case StepKind::kReduce: ReduceInto(dtype, redop, s.dst, s.src, count); break;
+    case StepKind::kDivide: DivideBy(dtype, s.dst, count, s.divisor); break;
+    default: FAIL() << "network step in a device plan";
+  }
+}
+
+// Runs `steps` as GPUs might: one queue per GPU; at every turn, the GPU
+// chosen by `pick` among those whose next step has nothing left to wait for.
+template <typename Pick>
+void RunLikeGpus(const std::vector<DeviceStep>& steps, DataType dtype, RedOp redop, Pick pick) {
+  std::vector<int> devices = DevicesOf(steps);
+  std::vector<std::deque<size_t>> queues(devices.size());
+  for (size_t j = 0; j < steps.size(); ++j) {
+    queues[std::find(devices.begin(), devices.end(), steps[j].device) - devices.begin()].push_back(j);
+  }
+  std::vector<bool> done(steps.size(), false);
+  for (size_t left = steps.size(); left > 0; --left) {
+    std::vector<size_t> ready;  // indexes into queues
+    for (size_t q = 0; q < queues.size(); ++q) {
+      if (queues[q].empty()) continue;
+      const DeviceStep& s = steps[queues[q].front()];
+      if (std::all_of(s.waits.begin(), s.waits.end(), [&](uint32_t w) { return done[w]; })) ready.push_back(q);
+    }
+    ASSERT_FALSE(ready.empty()) << "the plan deadlocks: every GPU waits for a step that cannot run";
+    const size_t q = ready[pick(ready.size())];
+    const size_t j = queues[q].front();
+    queues[q].pop_front();
+    Run(steps[j], dtype, redop);
+    done[j] = true;
+  }
+}
+
+struct DeviceCase {
+  const char* name;
+  int ranks;
+  int ranks_per_gpu;  // rank r on GPU r / ranks_per_gpu
+};
+
+const DeviceCase kDeviceCases[] = {
+    {"4ranks_1gpu", 4, 4}, {"2ranks_2gpus", 2, 1}, {"3ranks_3gpus", 3, 1},
+    {"4ranks_2gpus", 4, 2}, {"4ranks_4gpus", 4, 1}, {"8ranks_8gpus", 8, 1},
+};
+
+const Collective kCollectives[] = {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce,
+                                   Collective::kAllGather, Collective::kReduceScatter, Collective::kScatter,
+                                   Collective::kGather, Collective::kAllToAll};
+
+// Plans `sig` on one node of dc.ranks ranks, checks the ordering property,
+// runs the plan in three orders and checks every rank's result.
+void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place) {
+  const NodeLayout layout = NodeLayout::Blocked({dc.ranks});
+  const int world = dc.ranks;
+  PlanInput in{sig, &layout, 0, Algorithm::kAuto, {}};
+  {
+    RankMemory probe = MakeRankMemory(sig, world, in_place);
+    in.in_place_ranks = probe.in_place_ranks;
+  }
+  Schedule schedule;
+  ASSERT_TRUE(BuildSchedule(in, &schedule).ok());
+  // Three runs, each from fresh buffers: GPU order as queued, last GPU
+  // first, and alternating.
+  for (int order = 0; order < 3; ++order) {
+    RankMemory mem = MakeRankMemory(sig, world, in_place);
+    std::vector<DeviceRankBuffers> buffers(world);
+    for (int r = 0; r < world; ++r) {
+      const int gpu = r / dc.ranks_per_gpu;
+      buffers[r] = {mem.sim[r].send, mem.sim[r].send_bytes, gpu, mem.sim[r].recv, mem.sim[r].recv_bytes, gpu};
+    }
+    std::vector<uint8_t> scratch(schedule.scratch_bytes);
+    const DeviceMemory memory{&buffers, scratch.data(), scratch.size(), 0};
+    std::vector<DeviceStep> steps;
+    const Status st = PlanDeviceSteps(schedule, memory, &steps);
+    ASSERT_TRUE(st.ok()) << sig.ToString() << ": " << st.ToString();
+    if (order == 0) {
+      const auto before = HappensBefore(steps);
+      for (size_t j = 0; j < steps.size(); ++j) {
+        for (size_t i = 0; i < j; ++i) {
+          ASSERT_TRUE(!Touch(steps[i], steps[j]) || before[j][i])
+              << sig.ToString() << (in_place ? " in place" : "") << ": step " << j << " (GPU " << steps[j].device
+              << ") may run before step " << i << " (GPU " << steps[i].device << "), which touches the same memory";
+        }
+        for (uint32_t w : steps[j].waits) {
+          ASSERT_LT(w, j);
+          ASSERT_TRUE(steps[w].signals) << "step " << j << " waits for step " << w << ", which records no event";
+          ASSERT_NE(steps[w].device, steps[j].device) << "a wait within one GPU's stream";
+        }
+      }
+    }
+    int turn = 0;
+    RunLikeGpus(steps, sig.dtype, sig.redop, [&](size_t n) {
+      ++turn;
+      return order == 0 ? size_t{0} : order == 1 ? n - 1 : static_cast<size_t>(turn) % n;
+    });
+    if (::testing::Test::HasFatalFailure()) return;
+    for (int r = 0; r < world; ++r) {
+      Bytes want = Expected(sig, world, r, mem.inputs);
+      Bytes got(mem.sim[r].recv, mem.sim[r].recv + mem.sim[r].recv_bytes);
+      if (want.empty() && got.empty()) continue;
+      std::string msg;
+      ASSERT_EQ(FirstMismatch(sig.dtype, got, want, &msg), -1)
+          << sig.ToString() << (in_place ? " in place" : "") << " order " << order << " rank " << r << ": " << msg;
+    }
+  }
+}
+
+class DeviceStepsMatrix : public ::testing::TestWithParam<std::tuple<size_t, Collective>> {};
+
+TEST_P(DeviceStepsMatrix, AnyOrderTheGpusMayChooseGivesTheReference) {
+  const DeviceCase& dc = kDeviceCases[std::get<0>(GetParam())];
+  const Collective coll = std::get<1>(GetParam());
+  for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16, DataType::kInt32}) {
+    for (RedOp o : {RedOp::kSum, RedOp::kMax, RedOp::kAvg}) {
+      if (!IsReduction(coll) && o != RedOp::kSum) continue;
+      for (uint64_t count : {1ull, 7ull, 1027ull}) {
+        for (bool in_place : {false, true}) {
+          const OpSignature sig{coll, t, o, HasRoot(coll) ? dc.ranks - 1 : -1, count};
+          PlanRunAndCheck(dc, sig, in_place);
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    OneNode, DeviceStepsMatrix,
+    ::testing::Combine(::testing::Range<size_t>(0, std::size(kDeviceCases)), ::testing::ValuesIn(kCollectives)),
+    [](const auto& info) {
+      return std::string(kDeviceCases[std::get<0>(info.param)].name) + "_" + CollectiveName(std::get<1>(info.param));
+    });
+
+// The point of one stream per GPU: steps on different GPUs that share no
+// memory do not wait for each other. With four GPUs the longest chain of
+// ordered steps must be shorter than the whole list.
+TEST(DeviceSteps, GpusWorkAtOnceWhereStepsShareNoMemory) {
+  const NodeLayout layout = NodeLayout::Blocked({4});
+  for (Collective coll : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter}) {
+    const OpSignature sig{coll, DataType::kFloat32, RedOp::kSum, -1, 1 << 16};
+    Schedule schedule;
+    ASSERT_TRUE(BuildSchedule(PlanInput{sig, &layout, 0, Algorithm::kAuto, {}}, &schedule).ok());
+    RankMemory mem = MakeRankMemory(sig, 4, false);
+    std::vector<DeviceRankBuffers> buffers(4);
+    for (int r = 0; r < 4; ++r) {
+      buffers[r] = {mem.sim[r].send, mem.sim[r].send_bytes, r, mem.sim[r].recv, mem.sim[r].recv_bytes, r};
+    }
+    std::vector<uint8_t> scratch(schedule.scratch_bytes);
+    std::vector<DeviceStep> steps;
+    ASSERT_TRUE(PlanDeviceSteps(schedule, {&buffers, scratch.data(), scratch.size(), 0}, &steps).ok());
+    const auto before = HappensBefore(steps);
+    size_t longest = 0;
+    for (size_t j = 0; j < steps.size(); ++j) {
+      longest = std::max<size_t>(longest, 1 + std::count(before[j].begin(), before[j].end(), true));
+    }
+    EXPECT_EQ(DevicesOf(steps).size(), 4u) << CollectiveName(coll);
+    EXPECT_LT(longest, steps.size()) << CollectiveName(coll) << ": the plan runs its " << steps.size()
+                                     << " steps one after another";
+  }
+}
+
+// What the plan refuses, so that the host path runs the collective instead.
+TEST(DeviceSteps, RefusesWhatItCannotRunExactlyAsTheHostWould) {
+  std::vector<uint8_t> mem(256);
+  std::vector<DeviceRankBuffers> buffers(1);
+  // The rank's send buffer starts 16 bytes into its receive buffer.
+  buffers[0] = {mem.data() + 16, 64, 0, mem.data(), 128, 0};
+  const DeviceMemory memory{&buffers, nullptr, 0, 0};
+  std::vector<DeviceStep> steps;
+  auto plan = [&](Step step) {
+    Schedule s;
+    s.phases.push_back(Phase{{step}});
+    return PlanDeviceSteps(s, memory, &steps);
+  };
+  Status st = plan({StepKind::kCopy, {BufKind::kSend, 0, 0, 64}, {BufKind::kRecv, 0, 0, 64}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("partly overlap"), std::string::npos) << st.ToString();
+  st = plan({StepKind::kReduce, {BufKind::kSend, 0, 0, 64}, {BufKind::kRecv, 0, 32, 64}});
+  EXPECT_NE(st.message().find("partly overlap"), std::string::npos) << st.ToString();
+  st = plan({StepKind::kCopy, {BufKind::kSend, 0, 0, 64}, {BufKind::kRecv, 0, 96, 64}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("outside its GPU buffer (rank 0, offset 96, bytes 64, buffer 128)"), std::string::npos)
+      << st.ToString();
+  st = plan({StepKind::kSend, {BufKind::kSend, 0, 0, 64}, {}, 1});
+  EXPECT_NE(st.message().find("network steps"), std::string::npos) << st.ToString();
+  st = plan({StepKind::kCopy, {BufKind::kScratch, -1, 0, 8}, {BufKind::kRecv, 0, 0, 8}});
+  EXPECT_NE(st.message().find("outside its GPU buffer"), std::string::npos) << st.ToString();
+  // A copy of a region onto itself is no step at all; a disjoint one is.
+  EXPECT_TRUE(plan({StepKind::kCopy, {BufKind::kRecv, 0, 8, 8}, {BufKind::kRecv, 0, 8, 8}}).ok());
+  EXPECT_TRUE(steps.empty());
+  EXPECT_TRUE(plan({StepKind::kCopy, {BufKind::kSend, 0, 48, 16}, {BufKind::kRecv, 0, 96, 16}}).ok());
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].src, mem.data() + 64);
+  EXPECT_EQ(steps[0].dst, mem.data() + 96);
+}
+
+}  // namespace
+}  // namespace baton::test
