@@ -75,6 +75,9 @@ struct DaemonServices {
   uint64_t fast_path_max_bytes = 0;
   WorkerPool* pool = nullptr;  // shares large local copies and reductions (common/worker_pool.h)
   std::shared_ptr<gpu::PinnedPool> pinned;  // staging for GPU buffers (daemon/device_staging.h)
+  // Collectives within one node whose buffers are all GPU memory run on the
+  // GPUs (daemon/device_execution.h); false: they are staged.
+  bool gpu_collectives = true;
 };
 
 // A snapshot for the Admin service.

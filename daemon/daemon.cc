@@ -181,9 +181,11 @@ Status Daemon::Start() {
   pool_ = std::make_unique<WorkerPool>(ReduceThreads(options_.reduce_threads));
   env_.services.pool = pool_.get();
   env_.services.pinned = gpu::PinnedPool::Create(kPinnedCacheBytes);
+  env_.services.gpu_collectives = options_.gpu_collectives;
   if (const gpu::CudaSupport& cuda = gpu::GetCudaSupport(); cuda.available) {
-    BATON_INFO(kInit, "GPU support: {} CUDA device(s); device buffers are staged through pinned host memory",
-               cuda.device_count);
+    BATON_INFO(kInit, "GPU support: {} CUDA device(s); collectives of device buffers within a node {}; across nodes "
+               "they are staged through pinned host memory", cuda.device_count,
+               options_.gpu_collectives ? "run on the GPUs" : "are staged too (--gpu-collectives off)");
   } else {
     BATON_INFO(kInit, "GPU support unavailable: {}; serving host buffers only", cuda.reason);
   }

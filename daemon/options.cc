@@ -64,6 +64,10 @@ options:
                          communicator whose ranks are all on this node run among
                          the ranks in shared memory, without a hop through batond
                          (default 16K, at most 1M; 0: never)
+  --gpu-collectives on|off
+                         collectives of ranks all on this node whose buffers are
+                         all GPU memory run on the GPUs (default on; off: they
+                         are staged through host memory like those across nodes)
   --sockets-per-peer N   TCP connections to each peer node per communicator for
                          collective data, 1..16 (default 2; $BATON_NSOCKS); messages of
                          256 KiB and more are striped across them. Nodes agree on
@@ -147,7 +151,7 @@ const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "ren
                                    "max-client-memory", "max-user-memory", "max-client-comms", "max-user-comms", "max-user-clients", "max-p2p-buffer",
                                    "allow-users", "allow-groups", "tls-cert", "tls-key", "tls-ca", "admin-cns",
                                    "socket-mode", "timeout", "straggler-warning", "heartbeat",
-                                   "peer-timeout", "flight-records", "progress-spin-us", "fast-path-max-bytes", "sockets-per-peer", "tcp-congestion", "tcp-buffer-bytes", "reduce-threads", "trace-dir", "socket-ifname",
+                                   "peer-timeout", "flight-records", "progress-spin-us", "fast-path-max-bytes", "gpu-collectives", "sockets-per-peer", "tcp-congestion", "tcp-buffer-bytes", "reduce-threads", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
                                    "ib-hca"};
 
@@ -329,6 +333,11 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next_size(1u << 30, "1G", &o.tcp_buffer_bytes));
     } else if (arg == "--fast-path-max-bytes") {
       BATON_RETURN_IF_ERROR(next_size(1u << 20, "1M", &o.fast_path_max_bytes));
+    } else if (arg == "--gpu-collectives") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      if (v != "on" && v != "off") return Status::InvalidArgument("--gpu-collectives '" + v + "': say on or off");
+      o.gpu_collectives = v == "on";
     } else if (arg == "--ready-file") {
       BATON_RETURN_IF_ERROR(next(&o.ready_file));
     } else if (arg == "--node-name") {
@@ -432,6 +441,7 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"flight-records", std::to_string(o.flight_records)},
       {"progress-spin-us", std::to_string(o.progress_spin.count())},
       {"fast-path-max-bytes", std::to_string(o.fast_path_max_bytes)},
+      {"gpu-collectives", o.gpu_collectives ? "on" : "off"},
       {"sockets-per-peer", std::to_string(o.sockets_per_peer)},
       {"reduce-threads", std::to_string(o.reduce_threads)},
       {"trace-dir", o.trace_dir},

@@ -38,6 +38,7 @@ struct DaemonOptions {
   size_t flight_records = 1000;                          // operations kept per communicator
   std::chrono::microseconds progress_spin{100};          // worker spins this long before sleeping
   uint64_t fast_path_max_bytes = 16384;                  // small blocking collectives within a node skip batond
+  bool gpu_collectives = true;                           // all-GPU collectives within a node run on the GPUs
   std::string tcp_congestion;                            // data connections' congestion control ("": the system's)
   uint64_t tcp_buffer_bytes = 4 << 20;                   // data connections' SO_SNDBUF/SO_RCVBUF (0: kernel autotuning)
   int sockets_per_peer = 2;                              // TCP connections per peer node for collectives

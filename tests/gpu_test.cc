@@ -245,14 +245,13 @@ std::map<std::string, uint64_t> TransportBytes(const LocalCluster& cluster) {
 // Within one node, a collective of device buffers runs on the GPU: the
 // daemon counts its local traffic under "gpu" and none through host memory
 // ("shm"). With one rank's buffer in host memory the same collective is
-// staged: "shm" grows, "gpu" does not. Results checked in both.
+// staged: "shm" grows, "gpu" does not; so with --gpu-collectives off.
+// Results checked every time.
 TEST(GpuOneNode, DeviceBuffersAreReducedOnTheGpuAndMixedOnesStaged) {
   SKIP_WITHOUT_GPU();
-  auto cluster = StartCluster(1);
-  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
   constexpr size_t kCount = 1 << 20;  // far above the fast path's limit
-  auto run = [&](bool rank1_on_host) {
-    std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("gpu-path"), [&](int rank, baton_comm_t comm) {
+  auto run = [&](const LocalCluster& cluster, bool rank1_on_host) {
+    std::string err = RunRanks(cluster, {0, 0}, UniqueJob("gpu-path"), [&](int rank, baton_comm_t comm) {
       cudaSetDevice(0);
       std::vector<float> host(kCount, static_cast<float>(rank + 1));
       DeviceBuffer buf;
@@ -276,14 +275,23 @@ TEST(GpuOneNode, DeviceBuffersAreReducedOnTheGpuAndMixedOnesStaged) {
     });
     ASSERT_EQ(err, "");
   };
-  run(/*rank1_on_host=*/false);
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  run(*cluster, /*rank1_on_host=*/false);
   const auto device_only = TransportBytes(*cluster);
   EXPECT_GE(device_only.at("gpu"), 3 * kCount * sizeof(float)) << "collectives of GPU buffers did not run on the GPU";
   EXPECT_EQ(device_only.at("shm"), 0u) << "collectives of GPU buffers went through host memory";
-  run(/*rank1_on_host=*/true);
+  run(*cluster, /*rank1_on_host=*/true);
   const auto mixed = TransportBytes(*cluster);
   EXPECT_EQ(mixed.at("gpu"), device_only.at("gpu"));
   EXPECT_GE(mixed.at("shm"), 3 * kCount * sizeof(float));
+
+  auto staging = StartCluster(1, {"--gpu-collectives", "off"});
+  ASSERT_TRUE(staging->status().ok()) << staging->status().ToString();
+  run(*staging, /*rank1_on_host=*/false);
+  const auto off = TransportBytes(*staging);
+  EXPECT_EQ(off.at("gpu"), 0u) << "--gpu-collectives off, yet a collective ran on the GPU";
+  EXPECT_GE(off.at("shm"), 3 * kCount * sizeof(float));
 }
 
 // The ordering contract: the collective reads its input only after the

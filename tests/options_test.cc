@@ -192,6 +192,25 @@ TEST(Options, FastPathLimitFromFlagAndConfig) {
       << st.message();
 }
 
+TEST(Options, GpuCollectivesOnByDefaultOffByFlagOrConfig) {
+  DaemonOptions o;
+  ASSERT_TRUE(Parse({}, &o).ok());
+  EXPECT_TRUE(o.gpu_collectives);
+  ASSERT_TRUE(Parse({"--gpu-collectives", "off"}, &o).ok());
+  EXPECT_FALSE(o.gpu_collectives);
+  const std::string path = WriteConfig("gpu-collectives = off\n");
+  o = DaemonOptions{};
+  ASSERT_TRUE(Parse({"--config", path}, &o).ok());
+  EXPECT_FALSE(o.gpu_collectives);
+  EXPECT_NE(PrintConfig(o).find("gpu-collectives    = off"), std::string::npos) << PrintConfig(o);
+  ASSERT_TRUE(Parse({"--config", path, "--gpu-collectives", "on"}, &o).ok());
+  EXPECT_TRUE(o.gpu_collectives);
+  std::remove(path.c_str());
+  const Status st = Parse({"--gpu-collectives", "yes"}, &o);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("--gpu-collectives 'yes': say on or off"), std::string::npos) << st.message();
+}
+
 TEST(Options, TcpCongestionIsANameOrTheSystemDefault) {
   DaemonOptions o;
   ASSERT_TRUE(Parse({}, &o).ok());
