@@ -836,7 +836,9 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
       // the network wait gets a grace period so that its diagnosis wins.
       const auto grace = std::max<std::chrono::milliseconds>(std::chrono::seconds(1), spec_.timeout / 10);
       bool on_gpus = false;
-      if (spec_.layout.num_nodes() == 1 && services_.gpu_collectives) st = RunOnDevices(schedule, ops, spec_.layout.world_size(), &on_gpus);
+      if (spec_.layout.num_nodes() == 1 && services_.gpu_collectives) {
+        st = RunOnDevices(schedule, ops, spec_.layout.world_size(), &on_gpus);
+      }
       if (st.ok() && !on_gpus) st = StageDeferred(ops, &buffers);
       ExecutionContext ctx{&buffers, &scratch_, mesh_.get(), MessageStamp{spec_.uid, seq, sig},
                            std::chrono::steady_clock::now() + spec_.timeout + grace, services_.pool};

@@ -27,6 +27,11 @@ bool OnDevice(const LocalOp& op, DeviceRankBuffers* out) {
 
 }  // namespace
 
+bool WorkerDecidesStaging(const LocalOp& op, int num_nodes) {
+  return num_nodes == 1 && op.device && op.device->has_device_buffers() && op.sig.collective != Collective::kSend &&
+         op.sig.collective != Collective::kRecv;
+}
+
 Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, bool* ran) {
   *ran = false;
   if (ops.empty() || ops[0].sig.collective == Collective::kSplit) return Status::Ok();

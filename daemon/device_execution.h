@@ -23,6 +23,12 @@
 
 namespace baton {
 
+// Whether the StreamGate leaves `op`'s staging to the communicator's worker
+// (which then runs it here or stages it, Communicator::StageDeferred): a
+// collective with GPU buffers on a communicator of one node. Send and Recv
+// are matched outside schedules, on host memory: they are staged at once.
+bool WorkerDecidesStaging(const LocalOp& op, int num_nodes);
+
 // Runs `schedule` (one node's, for `ops`, the local ranks' parts, of a
 // communicator of `world` ranks) on the GPUs if the conditions above hold,
 // and returns its status with *ran = true; otherwise returns OK with

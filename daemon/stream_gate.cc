@@ -1,6 +1,7 @@
 #include "daemon/stream_gate.h"
 
 #include "common/logging.h"
+#include "daemon/device_execution.h"
 
 namespace baton {
 
@@ -54,8 +55,7 @@ void StreamGate::Run(const std::shared_ptr<State>& state) {
     if (state->stopping) {
       st = Status::Aborted("the client disconnected before its CUDA stream reached this operation");
     } else if (e.op.device) {
-      // Within one node the worker decides whether to stage (device_execution.h).
-      const bool defer = e.comm->spec().layout.num_nodes() == 1 && e.op.device->has_device_buffers();
+      const bool defer = WorkerDecidesStaging(e.op, e.comm->spec().layout.num_nodes());
       st = e.op.device->Prepare(*state->pool, &e.op.bufs, e.deadline, state->stopping, defer);
     }
     if (st.ok()) {

@@ -294,6 +294,49 @@ TEST(GpuOneNode, DeviceBuffersAreReducedOnTheGpuAndMixedOnesStaged) {
   EXPECT_GE(off.at("shm"), 3 * kCount * sizeof(float));
 }
 
+// Send and Recv between device buffers of two ranks on one node, blocking
+// and stream-ordered: matched in the daemon on staged host memory (they are
+// never left to the worker's GPU path), every element checked.
+TEST(GpuOneNode, SendRecvBetweenDeviceBuffers) {
+  SKIP_WITHOUT_GPU();
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  constexpr size_t kCount = (1 << 18) + 3;
+  std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("gpu-p2p"), [&](int rank, baton_comm_t comm) {
+    cudaSetDevice(0);
+    cudaStream_t stream = nullptr;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    DeviceBuffer buf;
+    ASSERT_EQ(cudaMalloc(&buf.ptr, kCount * sizeof(int32_t)), cudaSuccess);
+    for (bool on_stream : {false, true}) {
+      std::vector<int32_t> host(kCount);
+      for (size_t i = 0; i < kCount; ++i) host[i] = rank == 0 ? static_cast<int32_t>(i * 7 + on_stream) : -1;
+      cudaMemcpy(buf.ptr, host.data(), kCount * sizeof(int32_t), cudaMemcpyHostToDevice);
+      baton_result_t rc = rank == 0
+          ? (on_stream ? baton_send_stream(buf.ptr, kCount, baton_int32, 1, comm, stream)
+                       : baton_send(buf.ptr, kCount, baton_int32, 1, comm, nullptr))
+          : (on_stream ? baton_recv_stream(buf.ptr, kCount, baton_int32, 0, comm, stream)
+                       : baton_recv(buf.ptr, kCount, baton_int32, 0, comm, nullptr));
+      ASSERT_EQ(rc, baton_success) << baton_get_last_error(comm);
+      if (on_stream) cudaStreamSynchronize(stream);
+      baton_result_t async = baton_success;
+      baton_comm_get_async_error(comm, &async);
+      ASSERT_EQ(async, baton_success) << baton_get_last_error(comm);
+      if (rank == 0) continue;
+      cudaMemcpy(host.data(), buf.ptr, kCount * sizeof(int32_t), cudaMemcpyDeviceToHost);
+      for (size_t i = 0; i < kCount; ++i) {
+        if (host[i] != static_cast<int32_t>(i * 7 + on_stream)) {
+          ADD_FAILURE() << (on_stream ? "stream-ordered" : "blocking") << " recv element " << i << ": got "
+                        << host[i] << ", want " << i * 7 + on_stream;
+          break;
+        }
+      }
+    }
+    cudaStreamDestroy(stream);
+  });
+  ASSERT_EQ(err, "");
+}
+
 // The ordering contract: the collective reads its input only after the
 // kernel queued before it wrote it, work queued after it sees its output,
 // and the host is not held up. The first kernel waits for a host gate that
