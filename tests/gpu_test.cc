@@ -81,6 +81,34 @@ TEST(GpuKernels, ReduceMatchesTheHostKernelForEveryTypeAndReduction) {
   }
 }
 
+// The last step of an average within a node on the GPU: the division, bit
+// for bit the host's (DivideBy), for every type, divisors 3 and 8.
+TEST(GpuKernels, DivideMatchesTheHostKernelForEveryType) {
+  SKIP_WITHOUT_GPU();
+  CUDA_OK(cudaSetDevice(0));
+  for (uint32_t t = 0; t < kNumDataTypes; ++t) {
+    const auto dtype = static_cast<DataType>(t);
+    const uint64_t es = DataTypeSize(dtype);
+    for (uint64_t divisor : {3ull, 8ull}) {
+      const uint64_t count = (1ull << 16) + 5;
+      Bytes x(count * es);
+      FillPattern(dtype, RedOp::kAvg, 0, 11, count, x.data());
+      Bytes want = x;
+      DivideBy(dtype, want.data(), count, divisor);
+      uint8_t* dev = nullptr;
+      CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dev), x.size()));
+      CUDA_OK(cudaMemcpy(dev, x.data(), x.size(), cudaMemcpyHostToDevice));
+      Status st = gpu::LaunchDivide(dtype, dev, count, divisor, nullptr);
+      EXPECT_TRUE(st.ok()) << st.ToString();
+      Bytes got(x.size());
+      CUDA_OK(cudaMemcpy(got.data(), dev, got.size(), cudaMemcpyDeviceToHost));
+      cudaFree(dev);
+      std::string msg;
+      EXPECT_EQ(FirstMismatch(dtype, got, want, &msg), -1) << DataTypeName(dtype) << " / " << divisor << ": " << msg;
+    }
+  }
+}
+
 baton_result_t CallStream(const OpSignature& s, const void* send, void* recv, baton_comm_t comm,
                           cudaStream_t stream) {
   const auto t = static_cast<baton_datatype_t>(s.dtype);
