@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <chrono>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "collectives/reduce.h"
 #include "common/futex.h"
+#include "common/poll_pause.h"
 
 namespace baton::client {
 
@@ -77,6 +77,7 @@ Status FastPath::Map(UniqueFd fd, int nranks, int rank, std::unique_ptr<FastPath
   }
   fp->nranks_ = nranks;
   fp->rank_ = rank;
+  fp->own_cores_ = UsableCpus() >= nranks;
   // A rank that joins late still starts where the others do: at op 0.
   fp->seq_ = fp->view_.slot(rank).arrived.load(std::memory_order_acquire);
   *out = std::move(fp);
@@ -168,7 +169,7 @@ Status FastPath::WaitForAll(uint32_t seq, const OpSignature& sig, uint64_t daemo
                              seconds + " (a small collective the ranks of one node run among themselves)");
     }
     if (now - start < kSpin) {
-      std::this_thread::yield();  // the rank we wait for may need this core
+      PollPause(own_cores_);  // yields when the rank we wait for may need this core
       continue;
     }
     const int64_t left_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout - (now - start)).count();

@@ -59,6 +59,9 @@ class FastPath {
   ipc::FastPathView view_;
   int nranks_ = 0;
   int rank_ = 0;
+  // Every rank can run on a core of its own (as many usable CPUs as ranks):
+  // a waiting rank then polls without yielding its core (common/poll_pause.h).
+  bool own_cores_ = false;
   uint32_t seq_ = 0;  // the last op this rank ran here
 };
 
