@@ -11,11 +11,9 @@
 
 namespace baton {
 
-// The CPUs this thread may run on (its affinity mask); at least 1.
-int UsableCpus();
-
 // One idle turn: a few spin-wait hints when `own_cores` (every thread we may
-// wait for can run on a core of its own), otherwise a yield of the core.
+// wait for can run on a core of its own: compare their number with
+// UsableCpus(), common/cpus.h), otherwise a yield of the core.
 void PollPause(bool own_cores);
 
 }  // namespace baton

@@ -1,6 +1,5 @@
 #include "daemon/daemon.h"
 
-#include <sched.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 
 #include "common/address.h"
 #include "common/logging.h"
+#include "common/cpus.h"
 #include "control/grpc_security.h"
 #include "daemon/sd_notify.h"
 #include "gpu/cuda_support.h"
@@ -28,10 +28,7 @@ constexpr uint64_t kPinnedCacheBytes = 1ull << 30;
 // (memory bandwidth, not arithmetic, limits these steps beyond that).
 int ReduceThreads(int configured) {
   if (configured > 0) return configured;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return std::clamp(CPU_COUNT(&set), 1, 8);
+  return std::min(UsableCpus(), 8);
 }
 std::string RandomHex() {
   std::random_device rd;

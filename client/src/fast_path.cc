@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectives/reduce.h"
+#include "common/cpus.h"
 #include "common/futex.h"
 #include "common/poll_pause.h"
 

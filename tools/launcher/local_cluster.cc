@@ -14,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/cpus.h"
 
 namespace baton::launcher {
 
@@ -77,11 +78,8 @@ LocalCluster::LocalCluster(const std::string& batond, int nodes, std::vector<std
   // daemons' threads, and a helper descheduled mid-block stalls its
   // collective for a scheduler period (measured: ~25 ms per operation).
   if (nodes > 1 && std::find(extra_args_.begin(), extra_args_.end(), "--reduce-threads") == extra_args_.end()) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    const int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
     extra_args_.push_back("--reduce-threads");
-    extra_args_.push_back(std::to_string(std::max(1, cpus / nodes)));
+    extra_args_.push_back(std::to_string(std::max(1, UsableCpus() / nodes)));
   }
   for (int n = 0; n < nodes && status_.ok(); ++n) status_ = StartNode(n, extra_args_);
 }

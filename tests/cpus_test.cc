@@ -1,4 +1,4 @@
-#include "common/poll_pause.h"
+#include "common/cpus.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -8,10 +8,11 @@
 namespace baton {
 namespace {
 
-// UsableCpus decides whether a waiting rank may keep its core
-// (client/src/fast_path.cc): it must follow the thread's own affinity, as a
-// launcher that binds ranks sets it, not the machine's CPU count.
-TEST(PollPause, UsableCpusFollowsTheThreadsAffinity) {
+// UsableCpus sizes batond's reduction pool and decides whether a waiting
+// rank may keep its core (client/src/fast_path.cc): it must follow the
+// thread's own affinity, as a launcher that binds ranks sets it, not the
+// machine's CPU count.
+TEST(Cpus, UsableCpusFollowsTheThreadsAffinity) {
   cpu_set_t all;
   CPU_ZERO(&all);
   ASSERT_EQ(::sched_getaffinity(0, sizeof all, &all), 0);
