@@ -8,8 +8,8 @@
 #include <random>
 
 #include "common/address.h"
-#include "common/logging.h"
 #include "common/cpus.h"
+#include "common/logging.h"
 #include "control/grpc_security.h"
 #include "daemon/sd_notify.h"
 #include "gpu/cuda_support.h"
