@@ -7,8 +7,12 @@
 #     iperf3 processes on its own CPU as baton-run binds the nodes: a
 #     two-node exchange makes every core send and receive, so "tcp-both"
 #     (per direction) is its limit.
+#   - for small messages, the costs a daemon adds (build/bin/baton-latency):
+#     a context switch between two processes on one CPU, and a TCP loopback
+#     exchange between two CPUs.
 # Baton: AllReduce of 64 MiB float32 (baton-bench, results checked) on
-# 1 node x 4 ranks, 2 nodes x 1 and 2 nodes x 2.
+# 1 node x 4 ranks, 2 nodes x 1 and 2 nodes x 2; AllReduce of 8 B on
+# 2 nodes x 1 against the floor a daemon sharing each node's core allows.
 #   scripts/limits.sh   (needs a build: scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,3 +55,11 @@ for cfg in "1 4" "2 1" "2 2"; do
     row "$label" "$bw" "$tcp_both" tcp-both
   fi
 done
+
+# Small messages: 8 B across two nodes against TCP exchange + 2 hand-offs.
+read -r handoff exchange floor < <("$bin/baton-latency" --json | python3 -c \
+  "import json, sys; d = json.load(sys.stdin); print(d['process_handoff_us'], d['tcp_exchange_us'], d['daemon_floor_us'])")
+us=$("$bin/baton-run" --nodes 2 --ranks-per-node 1 -- "$bin/baton-bench" allreduce -b 8 -e 8 -n 20000 -w 100 2>&1 |
+  awk '/^\[rank 0\] +8 / {print $8; exit}')  # field 8: time (us)
+echo "# AllReduce 8 B, 2 nodes x 1: ${us} us; floor ${floor} us (TCP exchange ${exchange} us + 2 x ${handoff} us" \
+  "process hand-off on one CPU); $(python3 -c "print(f'{$us / $floor:.2f}')") x the floor"

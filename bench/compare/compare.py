@@ -155,7 +155,11 @@ def measure_limits(bin_dir):
     if shutil.which("iperf3"):
         tcp = iperf3(1)
         bidir = iperf3(2)
-    return {"memcpy_gbps": membw, "tcp_loopback_gbps": tcp, "tcp_loopback_bidir_total_gbps": bidir}
+    # The small-message floor: a context switch between two processes on
+    # one CPU, and a TCP loopback exchange between two CPUs.
+    latency = json.loads(run([f"{bin_dir}/baton-latency", "--json"]))
+    return {"memcpy_gbps": membw, "tcp_loopback_gbps": tcp, "tcp_loopback_bidir_total_gbps": bidir,
+            "latency": latency}
 
 
 def idle_daemon_cpu(bin_dir, seconds=10.0):
@@ -253,6 +257,13 @@ def print_targets(medians, limits, idle):
     ratio("1x2 AllReduce 8 B time, Baton / Open MPI sm", us("baton", "1x2"), us("openmpi-sm", "1x2"), 2, False)
     ratio("1x2 AllReduce 8 B time, Baton / Gloo", us("baton", "1x2"), us("gloo", "1x2"), 0.1, False)
     ratio("2x1 AllReduce 8 B time, Baton / Open MPI tcp", us("baton", "2x1"), us("openmpi-tcp", "2x1"), 1.5, False)
+    # What no daemon sharing each node's core can beat (baton-latency).
+    floor = limits.get("latency", {}).get("daemon_floor_us", -1)
+    mpi_tcp = us("openmpi-tcp", "2x1")
+    if floor > 0 and mpi_tcp:
+        value = floor / mpi_tcp
+        rows.append(("  floor on this host (TCP exchange + 2 process hand-offs) / Open MPI tcp", f"{value:.2f}",
+                     "<= 1.5", "below the target" if value <= 1.5 else "the target is below the floor"))
     if idle is not None:
         rows.append(("idle daemon, 4 connected clients, % of a core", f"{idle:.2f}", "< 1", "met" if idle < 1 else "NOT met"))
     print("\n## Targets (issue 4)")
@@ -341,6 +352,11 @@ def main():
           f"simulated nodes on their own CPUs) {limits['tcp_loopback_gbps'] or float('nan'):.2f} GB/s one way, "
           f"{limits['tcp_loopback_bidir_total_gbps'] or float('nan'):.2f} GB/s both ways at once (total)",
           flush=True)
+    lat = limits["latency"]
+    print(f"# latency limits (baton-latency): system call {lat['syscall_us']:.2f} us, hand-off between two "
+          f"processes on one CPU {lat['process_handoff_us']:.2f} us (between two threads "
+          f"{lat['thread_handoff_us']:.2f}), TCP loopback exchange of 64 B {lat['tcp_exchange_us']:.2f} us; "
+          f"2-node floor through a daemon sharing each node's core {lat['daemon_floor_us']:.2f} us", flush=True)
     # BBR paces loopback well below what it carries (docs/benchmarks.md): say which one ran.
     with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
         congestion = f.read().strip()
