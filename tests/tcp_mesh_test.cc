@@ -256,8 +256,14 @@ TEST(TcpMesh, ASmallBatchLargerThanTheSocketBufferGoesOutWhole) {
 }
 
 // The batch [0 B, 8 B, 4 B] arrives one byte per segment: every partial
-// header and partial body is waited for and completed.
-TEST(TcpMesh, ABatchArrivingOneByteAtATimeIsReassembled) {
+// header and partial body is waited for and completed. With no gap between
+// the bytes they come while the mesh polls the socket itself; with 200 us
+// between them (the mesh polls for 20 us) it waits for each in Asio, and
+// polls again after each.
+class TcpMeshByteGaps : public ::testing::TestWithParam<std::chrono::microseconds> {};
+
+TEST_P(TcpMeshByteGaps, ABatchArrivingOneByteAtATimeIsReassembled) {
+  const auto gap = GetParam();
   RawPeer p = MakeRawPeer();
   const MessageStamp stamp = Stamp(5);
   const std::vector<uint8_t> a = {}, b = {1, 2, 3, 4, 5, 6, 7, 8}, c = {9, 10, 11, 12};
@@ -269,7 +275,7 @@ TEST(TcpMesh, ABatchArrivingOneByteAtATimeIsReassembled) {
   std::thread writer([&] {
     for (uint8_t byte : wire) {
       ASSERT_EQ(::send(p.far.get(), &byte, 1, MSG_NOSIGNAL), 1);
-      std::this_thread::sleep_for(200us);
+      if (gap.count() > 0) std::this_thread::sleep_for(gap);
     }
   });
   std::vector<uint8_t> got_b(8, 0), got_c(4, 0), operand_c = {100, 100, 100, 100};
@@ -282,6 +288,9 @@ TEST(TcpMesh, ABatchArrivingOneByteAtATimeIsReassembled) {
   EXPECT_EQ(got_b, b);
   EXPECT_EQ(got_c, (std::vector<uint8_t>{109, 110, 111, 112}));
 }
+
+INSTANTIATE_TEST_SUITE_P(PolledAndWaited, TcpMeshByteGaps, ::testing::Values(0us, 200us),
+                         [](const auto& info) { return std::to_string(info.param.count()) + "us_apart"; });
 
 // Inside a batch, the second message belongs to another collective: the
 // mesh reports the mismatch, naming both, as soon as that header is in.

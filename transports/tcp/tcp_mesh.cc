@@ -66,12 +66,15 @@ struct TcpMesh::LaneWork {
   size_t batch_bytes = 0;
   size_t batch_have = 0;
   size_t batch_done = 0;
+  // While the lane is in the run's `polled` list: the bytes the batch needs
+  // before it can deliver its next message.
+  size_t poll_at_least = 0;
 
   void Reset() {
     sends.clear();
     recvs.clear();
     next_send = next_recv = 0;
-    batch_end = batch_bytes = batch_have = batch_done = 0;
+    batch_end = batch_bytes = batch_have = batch_done = poll_at_least = 0;
   }
 };
 
@@ -84,8 +87,12 @@ struct TcpMesh::Run {
   const ReduceFn& reduce;
   std::vector<LaneWork>& work;  // mesh->work_, indexed like mesh->lanes_
   std::vector<NetOp>& parts;    // mesh->parts_: the stripes of striped messages (never reallocated once filled)
+  std::vector<size_t>& polled;  // mesh->polled_: lanes whose small receive Exchange retries itself
   size_t remaining = 0;
   Status error;
+  // True while Exchange polls: a small receive that finds nothing joins
+  // `polled` instead of waiting in Asio.
+  bool polling = false;
 
   int NodeOf(size_t lane) const { return static_cast<int>(lane / mesh->lanes_per_peer_); }
   tcp::socket& Socket(size_t lane) { return *mesh->lanes_[lane].socket; }
@@ -262,6 +269,40 @@ struct TcpMesh::Run {
       if (got >= at_least) return DeliverSmall(lane);
       at_least -= got;
     }
+    if (polling) {
+      w.poll_at_least = at_least;
+      polled.push_back(lane);
+      return;
+    }
+    WaitSmall(lane, at_least);
+  }
+
+  // Retries the small receives that found nothing, once each; returns how
+  // many took bytes. A lane that still lacks some joins `polled` again.
+  size_t PollSmall() {
+    size_t progressed = 0;
+    const size_t n = polled.size();
+    for (size_t i = 0; i < n && error.ok(); ++i) {
+      const size_t lane = polled[i];
+      const size_t before = work[lane].batch_have;
+      ReadSmall(lane, work[lane].poll_at_least);
+      if (work[lane].batch_have != before) ++progressed;
+    }
+    // Lanes that joined while this ran are past n; those before it are done.
+    polled.erase(polled.begin(), polled.begin() + static_cast<std::ptrdiff_t>(std::min(n, polled.size())));
+    return progressed;
+  }
+
+  // Polling stops: the small receives still waiting wait in Asio.
+  void StopPolling() {
+    polling = false;
+    for (size_t lane : polled) WaitSmall(lane, work[lane].poll_at_least);
+    polled.clear();
+  }
+
+  void WaitSmall(size_t lane, size_t at_least) {
+    LaneWork& w = work[lane];
+    uint8_t* buf = mesh->lanes_[lane].small_in.data();
     asio::async_read(Socket(lane), asio::buffer(buf + w.batch_have, w.batch_bytes - w.batch_have),
                      TransferAtLeast(at_least),
                      OnRecv(lane, [this, lane](const boost::system::error_code& ec, size_t got) {
@@ -379,7 +420,8 @@ Status TcpMesh::Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, 
   // small collective should not cost allocations here.
   for (LaneWork& w : work_) w.Reset();
   parts_.clear();
-  Run run{this, stamp, reduce, work_, parts_, 0, Status::Ok()};
+  polled_.clear();
+  Run run{this, stamp, reduce, work_, parts_, polled_, 0, Status::Ok(), /*polling=*/spin_.count() > 0};
   // Striped messages become one part per lane; reserve so that the
   // pointers to parts stay valid.
   size_t num_parts = 0;
@@ -427,7 +469,9 @@ Status TcpMesh::Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, 
   auto spin_until = std::chrono::steady_clock::now() + spin;
   while (run.remaining > 0 && run.error.ok()) {
     if (std::chrono::steady_clock::now() < spin_until) {
-      if (io_.poll() > 0) {
+      // Asio has no work (so no epoll_wait to make) when every receive
+      // left is a small one polled here.
+      if (io_.poll() + run.PollSmall() > 0) {
         spin_until = std::chrono::steady_clock::now() + spin;
       } else {
         std::this_thread::yield();
@@ -435,8 +479,10 @@ Status TcpMesh::Exchange(std::span<const NetOp> ops, const MessageStamp& stamp, 
       io_.restart();  // poll() stops the context when it runs out of work
       continue;
     }
+    run.StopPolling();
     if (io_.run_one_until(deadline) > 0) {
       spin_until = std::chrono::steady_clock::now() + spin;
+      run.polling = spin.count() > 0;
     } else if (std::chrono::steady_clock::now() >= deadline) {
       std::string waiting;
       int last = -1;

@@ -7,8 +7,10 @@
 // together with their headers, into a per-lane buffer, and small messages
 // queued back to back on a lane are sent and received together: a system
 // call per batch, not two per message, which is a good part of the time of
-// a small collective. That call is made straight from the exchange; Asio
-// waits only for what the socket could not take or did not have yet.
+// a small collective. That call is made straight from the exchange, and
+// while the exchange polls, a small receive that finds nothing yet is
+// retried the same way: Asio (an epoll_wait, then the read) waits only for
+// what the socket could not take, or did not have by the time polling stops.
 //
 // Why several lanes: one TCP flow rarely fills a fast NIC (one receive
 // queue, one core's softirq, one congestion window; ECMP pins it to one
@@ -78,6 +80,7 @@ class TcpMesh final : public Mesh {
   std::vector<Lane> lanes_;
   std::vector<LaneWork> work_;  // Exchange's per-lane lists, kept from call to call
   std::vector<NetOp> parts_;    // Exchange's stripes of striped messages
+  std::vector<size_t> polled_;  // Exchange's lanes whose small receive it polls itself
   bool closed_ = false;
 };
 
