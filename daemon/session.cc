@@ -612,7 +612,7 @@ void Session::DrainRingLocked() {
       }
       continue;
     }
-    Route(std::move(op), m);
+    Route(std::move(op), m, d.comm);
   }
   if (consumed) {
     ctl->head.store(head, std::memory_order_seq_cst);
@@ -620,16 +620,30 @@ void Session::DrainRingLocked() {
   }
 }
 
-void Session::Route(LocalOp op, const Membership& m) {
-  if (!op.device && !(gate_ && gate_->busy())) return m.comm->Submit(std::move(op));
+void Session::Route(LocalOp op, const Membership& m, uint64_t handle) {
+  auto gate = gates_.find(handle);
+  if (!op.device && (gate == gates_.end() || !gate->second->busy())) return m.comm->Submit(std::move(op));
   if (!env_.services.pinned) {  // an embedding without a pool (never batond itself)
     const Status none = Status::Internal("this daemon has no pinned memory pool for GPU operations");
     m.comm->Abort(none);
     return op.Finish(none);
   }
-  if (!gate_) gate_ = std::make_unique<StreamGate>(env_.services.pinned);
+  if (gate == gates_.end()) {
+    RetireIdleGates();
+    gate = gates_.emplace(handle, std::make_unique<StreamGate>(env_.services.pinned)).first;
+  }
   const auto deadline = std::chrono::steady_clock::now() + m.comm->spec().timeout;
-  gate_->Push(std::move(op), m.comm, deadline);
+  gate->second->Push(std::move(op), m.comm, deadline);
+}
+
+void Session::RetireIdleGates() {
+  std::set<uint64_t> live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [handle, m] : comms_) live.insert(handle);
+  }
+  // A gate with nothing queued has its thread waiting for work: it ends at once.
+  std::erase_if(gates_, [&](const auto& g) { return !live.contains(g.first) && !g.second->busy(); });
 }
 
 Status Session::ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const char* which, uint8_t** ptr,
@@ -718,7 +732,7 @@ void Session::CloseSoon(std::string why) {
 void Session::Close(const std::string& why) {
   std::map<uint64_t, Membership> comms;
   {
-    // With ring_mu_ too: no drain routes an operation (or creates gate_)
+    // With ring_mu_ too: no drain routes an operation (or creates a gate)
     // after this.
     std::lock_guard<std::mutex> ring_lock(ring_mu_);
     std::lock_guard<std::mutex> lock(mu_);
@@ -728,7 +742,7 @@ void Session::Close(const std::string& why) {
     for (auto& join : joins_) join->Cancel();  // their threads finish (and let go of this session) now
   }
   BATON_INFO(kClient, "client {} left: {}", Who(), why);
-  if (gate_) gate_->Stop();  // its operations end now instead of at their timeout
+  for (auto& [handle, gate] : gates_) gate->Stop();  // their operations end now instead of at their timeout
   boost::system::error_code ignored;
   socket_.close(ignored);
   if (doorbell_) doorbell_->close(ignored);

@@ -100,9 +100,12 @@ class Session : public std::enable_shared_from_this<Session>, public SubmissionS
   // or in one of its registered GPU allocations (*device).
   Status ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const char* which, uint8_t** ptr,
                        std::shared_ptr<Mapping>* hold, DeviceStaging::Side* device);
-  // Hands `op` to its communicator, through the StreamGate when it (or an
-  // earlier operation still in the gate) must wait for the client's stream.
-  void Route(LocalOp op, const Membership& m);
+  // Hands `op` to its communicator (`handle`), through that communicator's
+  // StreamGate when it (or an earlier operation still in the gate) must wait
+  // for the client's stream.
+  void Route(LocalOp op, const Membership& m, uint64_t handle);
+  // Ends the gates of destroyed communicators that have nothing queued.
+  void RetireIdleGates();
 
   // `text` is the reply's message when `st` is OK (Hello: the rendezvous address).
   void Reply(uint32_t request_id, const Status& st, uint64_t value = 0, int rank = 0, int nranks = 0,
@@ -164,9 +167,14 @@ class Session : public std::enable_shared_from_this<Session>, public SubmissionS
   std::set<std::string> jobs_held_;  // references on AccessPolicy's jobs, dropped at the end
   std::vector<std::shared_ptr<JoinCancel>> joins_;  // rendezvous calls to abandon if the client leaves
 
-  // Created with the first GPU or stream-ordered operation (under ring_mu_,
-  // by whoever drains the ring; stopped by Close, joined when the session goes).
-  std::unique_ptr<StreamGate> gate_;
+  // A gate per communicator handle, created with the communicator's first
+  // GPU or stream-ordered operation (under ring_mu_, by whoever drains the
+  // ring; retired after the communicator is destroyed, stopped by Close,
+  // joined when the session goes). Per communicator, so that an operation
+  // waiting for its stream holds up only its own communicator's later
+  // operations: each communicator orders its own, and a CUDA stream orders
+  // what is queued on it, whichever communicators that goes to.
+  std::map<uint64_t, std::unique_ptr<StreamGate>> gates_;
 };
 
 }  // namespace baton

@@ -1,14 +1,15 @@
-// StreamGate: one client session's operations that cannot go to their
-// communicator straight from the ring, because they must first wait for the
-// client's CUDA stream and stage device memory (DeviceStaging::Prepare).
+// StreamGate: the operations of one client session on one communicator
+// that cannot go to the communicator straight from the ring, because they
+// must first wait for the client's CUDA stream and stage device memory
+// (DeviceStaging::Prepare). The session keeps one per communicator.
 //
 // Why a thread of its own: that wait can be long (the stream runs the
 // client's kernels first), and neither the session's I/O thread (it serves
 // other clients) nor the communicator's worker (it serves the other ranks)
 // may block on it. Order matters: a communicator takes each rank's
 // collectives in sequence order, so once one operation of a session waits
-// here, every later one of that session queues behind it (first in, first
-// out) until the gate is empty again.
+// here, every later one of that session on that communicator queues behind
+// it (first in, first out) until the gate is empty again.
 //
 // The thread owns the queue with the gate (shared state), because finishing
 // an operation can drop the last reference to the session, and so destroy
@@ -31,6 +32,8 @@ namespace baton {
 
 class StreamGate {
  public:
+  static constexpr const char* kThreadName = "batond-gate";
+
   explicit StreamGate(std::shared_ptr<gpu::PinnedPool> pool);
   ~StreamGate();  // Stop, then wait for the thread (unless on it)
   StreamGate(const StreamGate&) = delete;

@@ -8,6 +8,8 @@
 #include <sys/un.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -197,6 +199,17 @@ class StreamOrderedProtocol : public HostileClient {
     }
     return c.state.load() == ipc::kDone;
   }
+  // batond's threads named as StreamGate names its own.
+  int GateThreads() const {
+    int n = 0;
+    const std::string tasks = "/proc/" + std::to_string(cluster_->pid(0)) + "/task";
+    for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      if (std::getline(comm, name) && name == "batond-gate") ++n;
+    }
+    return n;
+  }
   uint8_t* SegmentPtr(size_t bytes, uint64_t* id) {
     void* p = nullptr;
     EXPECT_TRUE(conn_->Alloc(bytes, &p).ok());
@@ -246,6 +259,97 @@ TEST_F(StreamOrderedProtocol, WaitsForStreamReadyAndQueuesLaterOperationsBehindI
   }
   conn_->ReleaseCompletion(gated);
   conn_->ReleaseCompletion(plain);
+  ExpectDaemonServes();
+}
+
+// Each communicator has its own gate: an operation waiting for its stream
+// on one communicator does not hold up a plain operation of the same client
+// on another, nor a stream-ordered one whose stream has arrived; the waiting
+// one still completes, with what the stream wrote, when its stream comes.
+TEST_F(StreamOrderedProtocol, AnOperationWaitingForItsStreamHoldsUpOnlyItsOwnCommunicator) {
+  const uint64_t waiting_comm = NewComm();
+  const uint64_t other_comm = NewComm();
+  uint64_t seg = 0;
+  auto* buf = reinterpret_cast<float*>(SegmentPtr(4096, &seg));
+  for (int i = 0; i < 48; ++i) buf[i] = static_cast<float>(i + 1);
+  ipc::Descriptor held = AllReduce(waiting_comm, seg, 16);
+  held.recv = {seg, 1024};
+  const uint32_t gated = Post(held);
+  // On the other communicator: a plain operation, then a stream-ordered one
+  // whose stream is already there.
+  ipc::Descriptor plain_op = AllReduce(other_comm, seg, 16);
+  plain_op.send = {seg, 64};
+  plain_op.recv = {seg, 2048};
+  uint32_t plain = 0;
+  ASSERT_TRUE(conn_->AcquireCompletion(&plain).ok());
+  plain_op.completion = plain;
+  conn_->Enqueue(plain_op);
+  conn_->RingDoorbell();
+  ASSERT_TRUE(WaitDone(plain)) << "a plain operation on another communicator waited for the gated one";
+  EXPECT_EQ(conn_->completion(plain).code, 0) << conn_->completion(plain).message;
+  ipc::Descriptor ready_op = AllReduce(other_comm, seg, 16);
+  ready_op.seq = 2;
+  ready_op.send = {seg, 128};
+  ready_op.recv = {seg, 3072};
+  uint32_t ready = 0;
+  ASSERT_TRUE(conn_->AcquireCompletion(&ready).ok());
+  ipc::Completion& rc = conn_->completion(ready);
+  rc.stream_ready.store(1);
+  rc.stream_done.store(0);
+  ready_op.completion = ready;
+  ready_op.flags = ipc::kDescStreamOrdered;
+  conn_->Enqueue(ready_op);
+  conn_->RingDoorbell();
+  ASSERT_TRUE(WaitDone(ready)) << "a stream-ordered operation on another communicator waited for the gated one";
+  EXPECT_EQ(rc.code, 0) << rc.message;
+  EXPECT_EQ(rc.stream_done.load(), 1u);
+  // The first one is still held: its stream has not come.
+  EXPECT_EQ(conn_->completion(gated).state.load(), static_cast<uint32_t>(ipc::kPending));
+  buf[0] = 100.0f;  // written "by the stream" before it arrives: must be seen
+  conn_->completion(gated).stream_ready.store(1, std::memory_order_release);
+  ASSERT_TRUE(WaitDone(gated));
+  EXPECT_EQ(conn_->completion(gated).code, 0) << conn_->completion(gated).message;
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(buf[256 + i], i == 0 ? 100.0f : static_cast<float>(i + 1)) << "held op, element " << i;
+    EXPECT_EQ(buf[512 + i], static_cast<float>(16 + i + 1)) << "plain op, element " << i;
+    EXPECT_EQ(buf[768 + i], static_cast<float>(32 + i + 1)) << "ready op, element " << i;
+  }
+  conn_->ReleaseCompletion(gated);
+  conn_->ReleaseCompletion(plain);
+  conn_->ReleaseCompletion(ready);
+  ExpectDaemonServes();
+}
+
+// A destroyed communicator's gate (a thread in batond) ends when the next
+// gate of the session starts, rather than living as long as the client.
+TEST_F(StreamOrderedProtocol, TheGateOfADestroyedCommunicatorEnds) {
+  uint64_t seg = 0;
+  auto* buf = reinterpret_cast<float*>(SegmentPtr(4096, &seg));
+  for (int round = 0; round < 4; ++round) {
+    const uint64_t comm = NewComm();
+    for (int i = 0; i < 16; ++i) buf[i] = static_cast<float>(round + i);
+    uint32_t slot = 0;
+    ASSERT_TRUE(conn_->AcquireCompletion(&slot).ok());
+    ipc::Completion& c = conn_->completion(slot);
+    c.stream_ready.store(1);  // the stream is there already
+    c.stream_done.store(0);
+    ipc::Descriptor d = AllReduce(comm, seg, 16);
+    d.recv = {seg, 1024};
+    d.completion = slot;
+    d.flags = ipc::kDescStreamOrdered;
+    conn_->Enqueue(d);
+    conn_->RingDoorbell();
+    ASSERT_TRUE(WaitDone(slot));
+    EXPECT_EQ(c.code, 0) << c.message;
+    EXPECT_EQ(buf[256 + 15], static_cast<float>(round + 15)) << "round " << round;
+    conn_->ReleaseCompletion(slot);
+    EXPECT_EQ(GateThreads(), 1) << "round " << round << ": the gates of destroyed communicators are still running";
+    ipc::CommDestroyRequest destroy{};
+    destroy.h.type = static_cast<uint32_t>(ipc::MsgType::kCommDestroy);
+    destroy.comm = comm;
+    ipc::Reply reply;
+    ASSERT_TRUE(conn_->Call(&destroy, sizeof destroy, &reply).ok());
+  }
   ExpectDaemonServes();
 }
 
