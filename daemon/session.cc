@@ -482,6 +482,10 @@ void Session::OnCommDestroy(const ipc::CommDestroyRequest& req) {
     }
   }
   if (!m.comm) return Reply(req.h.request_id, Status::InvalidArgument("destroy of an unknown communicator handle"));
+  {
+    std::lock_guard<std::mutex> ring_lock(ring_mu_);  // what guards gates_
+    RetireIdleGates();  // the handle's gate, unless operations are still queued in it
+  }
   ReleaseCommCharge();
   m.comm->Detach(m.rank, req.abort ? Status::Aborted("rank " + std::to_string(m.rank) + " of " + m.comm->Describe() +
                                                       " called baton_comm_abort")

@@ -169,7 +169,8 @@ class Session : public std::enable_shared_from_this<Session>, public SubmissionS
 
   // A gate per communicator handle, created with the communicator's first
   // GPU or stream-ordered operation (under ring_mu_, by whoever drains the
-  // ring; retired after the communicator is destroyed, stopped by Close,
+  // ring; retired when the communicator is destroyed, or with the next
+  // destroy or new gate if operations were still queued, stopped by Close,
   // joined when the session goes). Per communicator, so that an operation
   // waiting for its stream holds up only its own communicator's later
   // operations: each communicator orders its own, and a CUDA stream orders

@@ -320,8 +320,8 @@ TEST_F(StreamOrderedProtocol, AnOperationWaitingForItsStreamHoldsUpOnlyItsOwnCom
   ExpectDaemonServes();
 }
 
-// A destroyed communicator's gate (a thread in batond) ends when the next
-// gate of the session starts, rather than living as long as the client.
+// A destroyed communicator's gate (a thread in batond) ends with it, rather
+// than living as long as the client.
 TEST_F(StreamOrderedProtocol, TheGateOfADestroyedCommunicatorEnds) {
   uint64_t seg = 0;
   auto* buf = reinterpret_cast<float*>(SegmentPtr(4096, &seg));
@@ -349,6 +349,7 @@ TEST_F(StreamOrderedProtocol, TheGateOfADestroyedCommunicatorEnds) {
     destroy.comm = comm;
     ipc::Reply reply;
     ASSERT_TRUE(conn_->Call(&destroy, sizeof destroy, &reply).ok());
+    EXPECT_EQ(GateThreads(), 0) << "round " << round << ": the destroyed communicator's gate is still running";
   }
   ExpectDaemonServes();
 }
