@@ -377,6 +377,9 @@ TcpMesh::TcpMesh(std::vector<std::string> peer_names, std::vector<std::vector<Un
   }
   lanes_.resize(static_cast<size_t>(num_nodes_) * lanes_per_peer_);
   work_.resize(lanes_.size());
+  // While PollSmall runs, a lane can be in the list twice (its old entry,
+  // and the one it adds on finding the rest not there yet), never more.
+  polled_.reserve(2 * lanes_.size());
   for (int n = 0; n < num_nodes_; ++n) {
     for (size_t l = 0; l < sockets[n].size() && l < static_cast<size_t>(lanes_per_peer_); ++l) {
       if (!sockets[n][l].valid()) continue;
