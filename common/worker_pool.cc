@@ -1,9 +1,16 @@
 #include "common/worker_pool.h"
 
+#include "common/thread_name.h"
+
 namespace baton {
 
-WorkerPool::WorkerPool(int threads) {
-  for (int i = 1; i < threads; ++i) helpers_.emplace_back([this] { Helper(); });
+WorkerPool::WorkerPool(int threads, std::string thread_name) {
+  for (int i = 1; i < threads; ++i) {
+    helpers_.emplace_back([this, thread_name] {
+      if (!thread_name.empty()) NameThisThread(thread_name);
+      Helper();
+    });
+  }
 }
 
 WorkerPool::~WorkerPool() {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -19,8 +20,9 @@ namespace baton {
 
 class WorkerPool {
  public:
-  // `threads` counts the caller: threads - 1 helpers are started (none for 1).
-  explicit WorkerPool(int threads);
+  // `threads` counts the caller: threads - 1 helpers are started (none for
+  // 1), named `thread_name` unless it is empty (common/thread_name.h).
+  explicit WorkerPool(int threads, std::string thread_name = {});
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

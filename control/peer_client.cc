@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "baton/v1/peer.grpc.pb.h"
+#include "common/thread_name.h"
 #include "control/grpc_security.h"
 #include "control/rendezvous_client.h"
 
@@ -19,6 +20,7 @@ std::unique_ptr<baton::v1::Peer::Stub> Stub(const std::string& address) {
 
 void BroadcastAbort(std::vector<std::string> addresses, baton::v1::AbortRequest req) {
   std::thread([addresses = std::move(addresses), req = std::move(req)] {
+    NameThisThread("batond-abort");
     std::vector<std::thread> calls;
     for (const auto& a : addresses) {
       calls.emplace_back([&a, &req] {

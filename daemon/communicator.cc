@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "common/thread_name.h"
 #include "control/peer_client.h"
 #include "daemon/comm_registry.h"
 #include "daemon/device_execution.h"
@@ -87,7 +88,10 @@ void Communicator::StartLocked() {
   if (started_) return;
   started_ = true;
   // The worker keeps the communicator alive until every local rank has left.
-  std::thread([self = shared_from_this()] { self->Worker(); }).detach();
+  std::thread([self = shared_from_this()] {
+    NameThisThread("batond-comm");
+    self->Worker();
+  }).detach();
 }
 
 void Communicator::NotifyLocked() {

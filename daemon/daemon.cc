@@ -175,7 +175,7 @@ Status Daemon::Start() {
   env_.services = {&broker_, &registry_, &metrics_, options_.straggler_warning, options_.flight_records,
                    {}, options_.trace_dir, options_.max_p2p_buffer, options_.progress_spin,
                    options_.fast_path_max_bytes, nullptr, nullptr};
-  pool_ = std::make_unique<WorkerPool>(ReduceThreads(options_.reduce_threads));
+  pool_ = std::make_unique<WorkerPool>(ReduceThreads(options_.reduce_threads), "batond-reduce");
   env_.services.pool = pool_.get();
   env_.services.pinned = gpu::PinnedPool::Create(kPinnedCacheBytes);
   env_.services.gpu_collectives = options_.gpu_collectives;

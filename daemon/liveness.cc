@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/thread_name.h"
 #include "control/peer_client.h"
 
 namespace baton {
@@ -11,7 +12,10 @@ namespace baton {
 Liveness::Liveness(CommRegistry* registry, std::string node_name, std::chrono::milliseconds interval,
                    std::chrono::milliseconds limit)
     : registry_(registry), node_name_(std::move(node_name)), interval_(interval), limit_(limit) {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("batond-liveness");
+    Run();
+  });
 }
 
 Liveness::~Liveness() {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/logging.h"
+#include "common/thread_name.h"
 #include "transports/tcp/connection_broker.h"
 #include "transports/tcp/transfer.h"
 
@@ -27,6 +28,7 @@ P2pLink::P2pLink(std::vector<int> node_of_rank, std::vector<std::string> node_na
   }
   // Keep the io_context alive while idle; Close() stops it.
   thread_ = std::thread([this] {
+    NameThisThread("batond-p2p");
     auto guard = asio::make_work_guard(io_);
     io_.run();
   });

@@ -12,6 +12,7 @@
 #include "common/fd_passing.h"
 #include "common/futex.h"
 #include "common/logging.h"
+#include "common/thread_name.h"
 #include "control/rendezvous_client.h"
 #include "daemon/comm_registry.h"
 #include "daemon/descriptor_check.h"
@@ -345,6 +346,7 @@ void Session::OnCommInit(const ipc::CommInitRequest& req) {
   }
   // Rendezvous blocks until every rank has joined: do it off the io thread.
   std::thread([self = shared_from_this(), join, rendezvous, timeout, algo, request_id, rank, cancel] {
+    NameThisThread("batond-join");
     baton::v1::JoinResponse resp;
     Status st = JoinRendezvous(rendezvous, join, &resp, cancel.get());
     {

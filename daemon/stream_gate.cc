@@ -1,8 +1,7 @@
 #include "daemon/stream_gate.h"
 
-#include <pthread.h>
-
 #include "common/logging.h"
+#include "common/thread_name.h"
 #include "daemon/device_execution.h"
 
 namespace baton {
@@ -43,7 +42,7 @@ void StreamGate::Push(LocalOp op, std::shared_ptr<Communicator> comm, std::chron
 }
 
 void StreamGate::Run(const std::shared_ptr<State>& state) {
-  ::pthread_setname_np(::pthread_self(), kThreadName);  // in top -H, gdb, perf
+  NameThisThread(kThreadName);
   for (;;) {
     Entry e;
     {

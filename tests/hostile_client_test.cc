@@ -87,6 +87,18 @@ class HostileClient : public ::testing::Test {
     return d;
   }
 
+  // How many of batond's threads are named `name` (common/thread_name.h).
+  int ThreadsNamed(const std::string& name) const {
+    int n = 0;
+    const std::string tasks = "/proc/" + std::to_string(cluster_->pid(0)) + "/task";
+    for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+      std::ifstream comm(task.path() / "comm");
+      std::string line;
+      if (std::getline(comm, line) && line == name) ++n;
+    }
+    return n;
+  }
+
   // The daemon still serves a well-behaved job.
   void ExpectDaemonServes() {
     ASSERT_TRUE(cluster_->Alive(0));
@@ -199,17 +211,6 @@ class StreamOrderedProtocol : public HostileClient {
     }
     return c.state.load() == ipc::kDone;
   }
-  // batond's threads named as StreamGate names its own.
-  int GateThreads() const {
-    int n = 0;
-    const std::string tasks = "/proc/" + std::to_string(cluster_->pid(0)) + "/task";
-    for (const auto& task : std::filesystem::directory_iterator(tasks)) {
-      std::ifstream comm(task.path() / "comm");
-      std::string name;
-      if (std::getline(comm, name) && name == "batond-gate") ++n;
-    }
-    return n;
-  }
   uint8_t* SegmentPtr(size_t bytes, uint64_t* id) {
     void* p = nullptr;
     EXPECT_TRUE(conn_->Alloc(bytes, &p).ok());
@@ -260,6 +261,20 @@ TEST_F(StreamOrderedProtocol, WaitsForStreamReadyAndQueuesLaterOperationsBehindI
   conn_->ReleaseCompletion(gated);
   conn_->ReleaseCompletion(plain);
   ExpectDaemonServes();
+}
+
+// batond's threads carry the name of their role, as top -H and ps -L show
+// them (docs/architecture.md, "Threads in batond").
+TEST_F(HostileClient, DaemonThreadsAreNamedForTheirRole) {
+  const uint64_t comm = NewComm();
+  void* p = nullptr;
+  ASSERT_TRUE(conn_->Alloc(4096, &p).ok());
+  ipc::BufferRef ref{};
+  ASSERT_TRUE(conn_->Lookup(p, 1, &ref));
+  ASSERT_TRUE(Submit(AllReduce(comm, ref.segment, 16)).ok());
+  EXPECT_EQ(ThreadsNamed("batond-comm"), 1) << "one communicator, one worker";
+  EXPECT_EQ(ThreadsNamed("batond-liveness"), 1);
+  EXPECT_EQ(ThreadsNamed("batond"), 1) << "the main (Asio) thread, and no unnamed thread of Baton's own";
 }
 
 // Each communicator has its own gate: an operation waiting for its stream
@@ -343,13 +358,14 @@ TEST_F(StreamOrderedProtocol, TheGateOfADestroyedCommunicatorEnds) {
     EXPECT_EQ(c.code, 0) << c.message;
     EXPECT_EQ(buf[256 + 15], static_cast<float>(round + 15)) << "round " << round;
     conn_->ReleaseCompletion(slot);
-    EXPECT_EQ(GateThreads(), 1) << "round " << round << ": the gates of destroyed communicators are still running";
+    EXPECT_EQ(ThreadsNamed("batond-gate"), 1)
+        << "round " << round << ": the gates of destroyed communicators are still running";
     ipc::CommDestroyRequest destroy{};
     destroy.h.type = static_cast<uint32_t>(ipc::MsgType::kCommDestroy);
     destroy.comm = comm;
     ipc::Reply reply;
     ASSERT_TRUE(conn_->Call(&destroy, sizeof destroy, &reply).ok());
-    EXPECT_EQ(GateThreads(), 0) << "round " << round << ": the destroyed communicator's gate is still running";
+    EXPECT_EQ(ThreadsNamed("batond-gate"), 0) << "round " << round << ": the destroyed communicator's gate is still running";
   }
   ExpectDaemonServes();
 }
