@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -37,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -170,7 +172,9 @@ std::vector<double> TcpExchange(int cpu_a, int cpu_b, int iters, int reps) {
   PinTo(parent ? cpu_a : cpu_b);
   baton::UniqueFd fd;
   if (parent) {
-    fd.reset(::accept(listener.get(), nullptr, nullptr));
+    // A child that could not connect has exited: do not wait for it forever.
+    pollfd ready{listener.get(), POLLIN, 0};
+    if (::poll(&ready, 1, 10'000) == 1) fd.reset(::accept(listener.get(), nullptr, nullptr));
   } else {
     fd.reset(::socket(AF_INET, SOCK_STREAM, 0));
     if (fd.valid() && ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) fd.reset();
@@ -231,7 +235,8 @@ int main(int argc, char** argv) {
   if (cpus.size() >= 2) {
     std::vector<double> s = TcpExchange(cpus[0], cpus[1], exchanges, reps);
     if (s.empty()) {
-      std::fprintf(stderr, "baton-latency: the TCP loopback exchange failed (errno %d)\n", errno);
+      std::fprintf(stderr, "baton-latency: the TCP loopback exchange between CPUs %d and %d failed\n", cpus[0],
+                   cpus[1]);
       return 1;
     }
     std::sort(s.begin(), s.end());
