@@ -353,10 +353,11 @@ def main():
           f"{limits['tcp_loopback_bidir_total_gbps'] or float('nan'):.2f} GB/s both ways at once (total)",
           flush=True)
     lat = limits["latency"]
-    print(f"# latency limits (baton-latency): system call {lat['syscall_us']:.2f} us, hand-off between two "
-          f"processes on one CPU {lat['process_handoff_us']:.2f} us (between two threads "
-          f"{lat['thread_handoff_us']:.2f}), TCP loopback exchange of 64 B {lat['tcp_exchange_us']:.2f} us; "
-          f"2-node floor through a daemon sharing each node's core {lat['daemon_floor_us']:.2f} us", flush=True)
+    us = lambda key: f"{lat[key]:.2f} us" if lat[key] >= 0 else "n/a (one CPU)"
+    print(f"# latency limits (baton-latency): system call {us('syscall_us')}, hand-off between two "
+          f"processes on one CPU {us('process_handoff_us')} (between two threads "
+          f"{us('thread_handoff_us')}), TCP loopback exchange of 64 B {us('tcp_exchange_us')}; "
+          f"2-node floor through a daemon sharing each node's core {us('daemon_floor_us')}", flush=True)
     # BBR paces loopback well below what it carries (docs/benchmarks.md): say which one ran.
     with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
         congestion = f.read().strip()
