@@ -3,7 +3,7 @@
 // worker) thread. Sends and receives of a phase run concurrently; plain
 // receives land directly in the destination buffer, reducing receives
 // stream through a small staging buffer per lane so that reduction overlaps
-// with the rest of the transfer. Small messages (up to 32 KiB) are read
+// with the rest of the transfer. Small messages (up to 64 KiB) are read
 // together with their headers, into a per-lane buffer, and small messages
 // queued back to back on a lane are sent and received together: a system
 // call per batch, not two per message, which is a good part of the time of
@@ -38,9 +38,10 @@ class TcpMesh final : public Mesh {
   static constexpr uint64_t kStripeMinBytes = 256 << 10;
   // Messages up to this size are "small": read together with their header
   // into a per-lane buffer, and batched with the small messages next to
-  // them on their lane. Up to 32 KiB, saving a system call is worth more
-  // than the copy out of that buffer (docs/benchmarks.md).
-  static constexpr uint64_t kSmallMessageMaxBytes = 32 << 10;
+  // them on their lane. Up to 64 KiB, the system calls saved are worth
+  // more than the copy out of that buffer; at 128 KiB no longer
+  // (docs/benchmarks.md, "Small up to 64 KiB").
+  static constexpr uint64_t kSmallMessageMaxBytes = 64 << 10;
 
   // `sockets[n]` are the connected sockets (lanes) to node n, the same
   // number for every peer (empty for this node). Exchange polls the sockets
