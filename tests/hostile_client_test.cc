@@ -191,11 +191,12 @@ TEST_F(HostileClient, DeviceRegistrationWithoutAGpuIsRefusedWithTheReason) {
 class StreamOrderedProtocol : public HostileClient {
  protected:
   // Posts `d` stream-ordered into a fresh completion slot; returns the slot.
-  uint32_t Post(ipc::Descriptor d) {
+  // `stream_arrived`: the "stream" has reached the operation already.
+  uint32_t Post(ipc::Descriptor d, bool stream_arrived = false) {
     uint32_t slot = 0;
     EXPECT_TRUE(conn_->AcquireCompletion(&slot).ok());
     ipc::Completion& c = conn_->completion(slot);
-    c.stream_ready.store(0);
+    c.stream_ready.store(stream_arrived ? 1 : 0);
     c.stream_done.store(0);
     d.completion = slot;
     d.flags = ipc::kDescStreamOrdered;
@@ -306,15 +307,8 @@ TEST_F(StreamOrderedProtocol, AnOperationWaitingForItsStreamHoldsUpOnlyItsOwnCom
   ready_op.seq = 2;
   ready_op.send = {seg, 128};
   ready_op.recv = {seg, 3072};
-  uint32_t ready = 0;
-  ASSERT_TRUE(conn_->AcquireCompletion(&ready).ok());
+  const uint32_t ready = Post(ready_op, /*stream_arrived=*/true);
   ipc::Completion& rc = conn_->completion(ready);
-  rc.stream_ready.store(1);
-  rc.stream_done.store(0);
-  ready_op.completion = ready;
-  ready_op.flags = ipc::kDescStreamOrdered;
-  conn_->Enqueue(ready_op);
-  conn_->RingDoorbell();
   ASSERT_TRUE(WaitDone(ready)) << "a stream-ordered operation on another communicator waited for the gated one";
   EXPECT_EQ(rc.code, 0) << rc.message;
   EXPECT_EQ(rc.stream_done.load(), 1u);
@@ -343,17 +337,10 @@ TEST_F(StreamOrderedProtocol, TheGateOfADestroyedCommunicatorEnds) {
   for (int round = 0; round < 4; ++round) {
     const uint64_t comm = NewComm();
     for (int i = 0; i < 16; ++i) buf[i] = static_cast<float>(round + i);
-    uint32_t slot = 0;
-    ASSERT_TRUE(conn_->AcquireCompletion(&slot).ok());
-    ipc::Completion& c = conn_->completion(slot);
-    c.stream_ready.store(1);  // the stream is there already
-    c.stream_done.store(0);
     ipc::Descriptor d = AllReduce(comm, seg, 16);
     d.recv = {seg, 1024};
-    d.completion = slot;
-    d.flags = ipc::kDescStreamOrdered;
-    conn_->Enqueue(d);
-    conn_->RingDoorbell();
+    const uint32_t slot = Post(d, /*stream_arrived=*/true);
+    ipc::Completion& c = conn_->completion(slot);
     ASSERT_TRUE(WaitDone(slot));
     EXPECT_EQ(c.code, 0) << c.message;
     EXPECT_EQ(buf[256 + 15], static_cast<float>(round + 15)) << "round " << round;
