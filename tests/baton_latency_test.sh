@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # baton-latency's report: every figure measured (positive), the floor the
-# sum of the exchange and two process hand-offs, and on one CPU no exchange.
+# sum of the exchange and two process hand-offs, the chain measured as one
+# too, and on one CPU no exchange.
 set -u
 latency=$1
 fail() { echo "FAIL: $*"; exit 1; }
@@ -16,12 +17,14 @@ for key in ("syscall_us", "yield_us", "thread_handoff_us", "process_handoff_us")
 if d["reps"] != 3:
     sys.exit(f"FAIL: reps wrong: {d}")
 if len(os.sched_getaffinity(0)) < 2:  # no second CPU: no exchange, no floor
-    if d["tcp_exchange_us"] != -1 or d["daemon_floor_us"] != -1 or d["cpus"][1] != -1:
+    if d["tcp_exchange_us"] != -1 or d["daemon_floor_us"] != -1 or d["composed_floor_us"] != -1 or d["cpus"][1] != -1:
         sys.exit(f"FAIL: an exchange reported on one CPU: {d}")
     sys.exit(0)
 want = d["tcp_exchange_us"] + 2 * d["process_handoff_us"]
 if not d["tcp_exchange_us"] > 0 or abs(d["daemon_floor_us"] - want) > 0.005:
     sys.exit(f"FAIL: daemon_floor_us {d['daemon_floor_us']} is not the exchange plus two hand-offs ({want:.3f}): {d}")
+if not d["composed_floor_us"] > 0:
+    sys.exit(f"FAIL: composed_floor_us {d['composed_floor_us']} is not a measured time: {d}")
 if d["cpus"][0] == d["cpus"][1]:
     sys.exit(f"FAIL: the exchange ran on one CPU: {d}")
 PY

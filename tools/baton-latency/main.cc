@@ -19,7 +19,12 @@
 //     2-rank AllReduce of 8 bytes is, with nothing around it;
 //   - daemon_floor_us = tcp_exchange_us + 2 x process_handoff_us: no
 //     implementation of a 2-node AllReduce that goes through a daemon sharing
-//     each node's core can be faster (docs/benchmarks.md).
+//     each node's core can be faster (docs/benchmarks.md);
+//   - composed_floor_us: that chain measured as one: a rank and a relay
+//     process on each of two CPUs, the rank handing each operation to its
+//     relay, the relays exchanging 64 bytes over TCP, the relay handing it
+//     back, and nothing else. Its excess over the sum is what two processes
+//     sharing a core cost beyond the switches (refilled caches, TLB).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -200,6 +205,108 @@ std::vector<double> TcpExchange(int cpu_a, int cpu_b, int iters, int reps) {
   return seconds;
 }
 
+// The composed floor, measured rather than summed: on each of two CPUs a
+// "rank" and a "relay" process (the daemon's part). Each iteration the rank
+// hands the turn to its relay (shared word, sched_yield while waiting), the
+// relay exchanges 64 bytes with the other CPU's relay over TCP (busy-polling:
+// it keeps the core, the rank has nothing to do) and hands the turn back.
+// Nothing else runs: no protocol, no reduction, no bookkeeping. What this
+// adds over the sum is what sharing a core costs beyond the switches
+// themselves (caches and TLB refilled after each switch, the other
+// process's kernel work). Returns rank A's seconds per repetition, or an
+// empty list if a socket failed.
+std::vector<double> ComposedFloor(int cpu_a, int cpu_b, int iters, int reps) {
+  constexpr size_t kBytes = 64;
+  baton::UniqueFd listener(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (!listener.valid() || ::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listener.get(), 1) != 0 ||
+      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return {};
+  }
+  void* page = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) return {};
+  // turn[node]: odd while the relay has it. A relay that fails sets failed.
+  auto* turn = new (page) std::atomic<uint64_t>[2]{};
+  auto* failed = new (static_cast<char*>(page) + 64) std::atomic<uint32_t>(0);
+  const uint64_t total = static_cast<uint64_t>(iters / 10 + iters * reps);  // warm-up, then the repetitions
+
+  auto relay = [&](int node) {
+    PinTo(node == 0 ? cpu_a : cpu_b);
+    baton::UniqueFd fd;
+    if (node == 0) {
+      pollfd ready{listener.get(), POLLIN, 0};
+      if (::poll(&ready, 1, 10'000) == 1) fd.reset(::accept(listener.get(), nullptr, nullptr));
+    } else {
+      fd.reset(::socket(AF_INET, SOCK_STREAM, 0));
+      if (fd.valid() && ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) fd.reset();
+    }
+    bool ok = fd.valid();
+    if (ok) {
+      const int one = 1;
+      ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    char out[kBytes] = {}, in[kBytes];
+    for (uint64_t i = 0; ok && i < total; ++i) {
+      while ((turn[node].load(std::memory_order_acquire) & 1) == 0) {
+        if (failed->load(std::memory_order_relaxed) != 0) ::_exit(1);
+        ::sched_yield();
+      }
+      ok = ExchangeOnce(fd.get(), out, in, kBytes);
+      turn[node].fetch_add(1, std::memory_order_release);
+    }
+    if (!ok) failed->store(1);
+    ::_exit(ok ? 0 : 1);
+  };
+  // One operation of a rank: hand over, wait (yielding) until handed back.
+  auto operate = [&](int node) {
+    const uint64_t mine = turn[node].fetch_add(1, std::memory_order_release) + 2;
+    while (turn[node].load(std::memory_order_acquire) < mine) {
+      if (failed->load(std::memory_order_relaxed) != 0) return false;
+      ::sched_yield();
+    }
+    return true;
+  };
+
+  std::vector<pid_t> children;
+  for (int node = 0; node < 2; ++node) {
+    const pid_t pid = ::fork();
+    if (pid == 0) relay(node);
+    if (pid > 0) children.push_back(pid);
+  }
+  const pid_t rank_b = children.size() == 2 ? ::fork() : -1;
+  if (rank_b == 0) {
+    PinTo(cpu_b);
+    bool ok = true;
+    for (uint64_t i = 0; ok && i < total; ++i) ok = operate(1);
+    ::_exit(ok ? 0 : 1);
+  }
+  std::vector<double> seconds;
+  bool ok = rank_b > 0;
+  if (ok) {
+    children.push_back(rank_b);
+    PinTo(cpu_a);
+    for (int i = 0; ok && i < iters / 10; ++i) ok = operate(0);
+    for (int r = 0; ok && r < reps; ++r) {
+      const auto t0 = Clock::now();
+      for (int i = 0; ok && i < iters; ++i) ok = operate(0);
+      seconds.push_back(Seconds(t0));
+    }
+  }
+  if (!ok) failed->store(1);
+  for (const pid_t child : children) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ok = false;
+  }
+  PinTo(cpu_a);
+  ::munmap(page, 4096);
+  return ok ? seconds : std::vector<double>{};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -243,12 +350,24 @@ int main(int argc, char** argv) {
     tcp_us = s[s.size() / 2] / exchanges * 1e6;
   }
   const double floor_us = tcp_us < 0 ? -1 : tcp_us + 2 * process_us;
+  double composed_us = -1;
+  if (cpus.size() >= 2) {
+    std::vector<double> s = ComposedFloor(cpus[0], cpus[1], exchanges, reps);
+    if (s.empty()) {
+      std::fprintf(stderr, "baton-latency: the composed floor (rank, relay and TCP on CPUs %d and %d) failed\n",
+                   cpus[0], cpus[1]);
+      return 1;
+    }
+    std::sort(s.begin(), s.end());
+    composed_us = s[s.size() / 2] / exchanges * 1e6;
+  }
   if (json) {
     std::printf(
         "{\"syscall_us\": %.3f, \"yield_us\": %.3f, \"thread_handoff_us\": %.3f, \"process_handoff_us\": %.3f, "
-        "\"tcp_exchange_us\": %.3f, \"daemon_floor_us\": %.3f, \"cpus\": [%d, %d], \"reps\": %d}\n",
-        syscall_us, yield_us, thread_us, process_us, tcp_us, floor_us, cpus[0], cpus.size() >= 2 ? cpus[1] : -1,
-        reps);
+        "\"tcp_exchange_us\": %.3f, \"daemon_floor_us\": %.3f, \"composed_floor_us\": %.3f, \"cpus\": [%d, %d], "
+        "\"reps\": %d}\n",
+        syscall_us, yield_us, thread_us, process_us, tcp_us, floor_us, composed_us, cpus[0],
+        cpus.size() >= 2 ? cpus[1] : -1, reps);
     return 0;
   }
   std::printf("system call (getppid)                          %7.2f us\n", syscall_us);
@@ -263,5 +382,8 @@ int main(int argc, char** argv) {
   std::printf("2-node AllReduce floor through a daemon sharing each node's core\n"
               "  (exchange + 2 process hand-offs)              %7.2f us\n",
               floor_us);
+  std::printf("the same, composed and measured (a rank and a relay process per CPU,\n"
+              "  hand-off, exchange, hand-off; nothing else)    %7.2f us\n",
+              composed_us);
   return 0;
 }
