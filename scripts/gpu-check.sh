@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # The GPU check (docs/gpu.md), for a machine with an NVIDIA GPU and driver:
-# installs the dependencies, builds with -DBATON_CUDA=ON, runs the gpu-labelled
-# tests (device-buffer correctness matrix, mixed host/device ranks, the
-# stream-ordering contract, kernels against the host kernels) and the GPU
-# benchmark (reduction kernel vs device copy bandwidth; device vs host
-# AllReduce on 1x2, 1x4 and 2x1 simulated nodes, and on 1x2 with the GPU
-# path off, --gpu-collectives off, for the cost of staging). Everything it prints is
-# also written under OUTDIR (default gpu-results/).
+# runs the gpu-labelled tests (device-buffer correctness matrix, mixed
+# host/device ranks, the stream-ordering contract, kernels against the host
+# kernels) and the GPU benchmark (reduction kernel vs device copy bandwidth;
+# device vs host AllReduce on 1x2, 1x4 and 2x1 simulated nodes, and on 1x2
+# with the GPU path off, --gpu-collectives off, for the cost of staging).
+# Everything it prints is also written under OUTDIR (default gpu-results/).
 #   scripts/gpu-check.sh [OUTDIR]
+#       installs the dependencies and builds with -DBATON_CUDA=ON first
+#   scripts/gpu-check.sh --bundle DIR [OUTDIR]
+#       runs the programs packed by scripts/gpu-bundle.sh instead, for a GPU
+#       machine without Baton's dependencies or a package archive
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bundle=
+if [[ ${1:-} == --bundle ]]; then
+  bundle=${2:?usage: scripts/gpu-check.sh --bundle DIR [OUTDIR]}
+  shift 2
+fi
 out=${1:-gpu-results}
 mkdir -p "$out"
 if ! nvidia-smi -L >"$out/gpus.txt" 2>&1; then
@@ -18,24 +26,52 @@ if ! nvidia-smi -L >"$out/gpus.txt" 2>&1; then
   exit 77
 fi
 cat "$out/gpus.txt"
-[[ ${BATON_SKIP_DEPS:-0} == 1 ]] || scripts/install-deps.sh
-build=${BATON_BUILD_DIR:-build-gpu}
-BATON_BUILD_DIR=$build scripts/build.sh -DBATON_CUDA=ON -DBATON_TORCH=OFF 2>&1 | tail -3
 
 status=0
+if [[ -n $bundle ]]; then
+  # The bundle's programs name their loader and libraries by absolute path
+  # under the root it was packed for (scripts/gpu-bundle.sh).
+  root=$(awk '$1 == "root" {print $2}' "$bundle/BUNDLE")
+  rm -rf "$root"
+  mkdir -p "$root"
+  cp -r "$bundle"/. "$root"/
+  cat "$root/BUNDLE" | tee "$out/bundle.txt"
+  bin=$root/bin
+  # The driver is the one library taken from this machine. The bundle's
+  # loader reads this machine's ld.so.cache, but the driver's folder may not
+  # be in it; the bundle's RPATH still comes first for everything else.
+  for dir in $(ldconfig -p 2>/dev/null | awk '$1 == "libcuda.so.1" {print $NF}' | xargs -r -n1 dirname) \
+             /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64; do
+    if [[ -e $dir/libcuda.so.1 ]]; then
+      export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      echo "driver: $dir/libcuda.so.1" | tee -a "$out/bundle.txt"
+      break
+    fi
+  done
+  # The tests start batond, batonctl and baton_test_rank from here.
+  export BATON_TEST_BIN_DIR=$bin
+  "$bin/baton_gpu_tests" 2>&1 | tee "$out/gpu-tests.txt" || status=1
+  skipped="\[  SKIPPED \]"
+else
+  [[ ${BATON_SKIP_DEPS:-0} == 1 ]] || scripts/install-deps.sh
+  build=${BATON_BUILD_DIR:-build-gpu}
+  BATON_BUILD_DIR=$build scripts/build.sh -DBATON_CUDA=ON -DBATON_TORCH=OFF 2>&1 | tail -3
+  bin=$build/bin
+  (cd "$build" && ctest -L gpu --output-on-failure --timeout 600) 2>&1 | tee "$out/gpu-tests.txt" || status=1
+  skipped="Skipped"
+fi
 # A skipped GPU test on a GPU machine is a failure: check for skips too.
-(cd "$build" && ctest -L gpu --output-on-failure --timeout 600) 2>&1 | tee "$out/gpu-tests.txt" || status=1
-if grep -q "Skipped" "$out/gpu-tests.txt"; then
+if grep -q "$skipped" "$out/gpu-tests.txt"; then
   echo "gpu-check: GPU tests were skipped on a machine with a GPU" >&2
   status=1
 fi
-"$build/bin/baton-gpu-bench" kernels -b 1M -e 1G -n 20 2>&1 | tee "$out/kernels.txt" || status=1
+"$bin/baton-gpu-bench" kernels -b 1M -e 1G -n 20 2>&1 | tee "$out/kernels.txt" || status=1
 for cfg in "1 2" "1 4" "2 1" "1 2 off"; do
   set -- $cfg
   daemon_args=()
   [[ ${3:-} == off ]] && daemon_args=(--daemon-arg --gpu-collectives --daemon-arg off)
   echo "# ${1} node(s) x ${2} rank(s)${3:+, --gpu-collectives $3 (staged through host memory)}" | tee -a "$out/allreduce.txt"
-  "$build/bin/baton-run" --nodes "$1" --ranks-per-node "$2" "${daemon_args[@]}" -- \
-    "$build/bin/baton-gpu-bench" allreduce -b 8 -e 256M -n 10 2>&1 | tee -a "$out/allreduce.txt" || status=1
+  "$bin/baton-run" --nodes "$1" --ranks-per-node "$2" "${daemon_args[@]}" -- \
+    "$bin/baton-gpu-bench" allreduce -b 8 -e 256M -n 10 2>&1 | tee -a "$out/allreduce.txt" || status=1
 done
 exit $status

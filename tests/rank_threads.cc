@@ -8,14 +8,22 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
 namespace baton::test {
 
+std::string TestProgram(const char* name, const char* built_path) {
+  const char* dir = std::getenv("BATON_TEST_BIN_DIR");
+  if (dir == nullptr || *dir == '\0') return built_path;
+  return std::string(dir) + "/" + name;
+}
+
 std::unique_ptr<LocalCluster> StartCluster(int nodes, std::vector<std::string> extra_args,
                                            std::vector<launcher::NodeLaunch> launch) {
-  return std::make_unique<LocalCluster>(BATON_BATOND_PATH, nodes, std::move(extra_args), std::move(launch));
+  return std::make_unique<LocalCluster>(TestProgram("batond", BATON_BATOND_PATH), nodes, std::move(extra_args),
+                                        std::move(launch));
 }
 
 baton_result_t InitRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank,
@@ -46,7 +54,7 @@ std::string UniqueJob(const std::string& prefix) {
 }
 
 std::string Batonctl(const std::string& args, int* rc) {
-  const std::string cmd = std::string(BATONCTL_PATH) + " " + args + " 2>&1";
+  const std::string cmd = TestProgram("batonctl", BATONCTL_PATH) + " " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) {
     if (rc) *rc = -1;
@@ -91,7 +99,7 @@ pid_t SpawnRank(const LocalCluster& cluster, int node, const std::string& job, i
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
-  std::string bin = BATON_TEST_RANK_PATH;
+  std::string bin = TestProgram("baton_test_rank", BATON_TEST_RANK_PATH);
   std::string m = mode;
   char* argv[] = {bin.data(), m.data(), nullptr};
   pid_t pid = -1;

@@ -16,6 +16,11 @@ namespace baton::test {
 
 using launcher::LocalCluster;
 
+// Where a program the tests start lives: $BATON_TEST_BIN_DIR/NAME when that
+// is set (a relocated build, such as the bundle scripts/gpu-check.sh runs on
+// a GPU machine that has no build tree), else where CMake built it.
+std::string TestProgram(const char* name, const char* built_path);
+
 // A cluster of `nodes` daemons built from this tree's batond.
 std::unique_ptr<LocalCluster> StartCluster(int nodes, std::vector<std::string> extra_args = {},
                                            std::vector<launcher::NodeLaunch> launch = {});
