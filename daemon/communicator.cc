@@ -839,15 +839,16 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
       // The node hosting a late rank times out first and tells everyone why;
       // the network wait gets a grace period so that its diagnosis wins.
       const auto grace = std::max<std::chrono::milliseconds>(std::chrono::seconds(1), spec_.timeout / 10);
-      bool on_gpus = false;
+      const Schedule* gpu_schedule = nullptr;  // what ran on the GPUs, if anything did
       if (spec_.layout.num_nodes() == 1 && services_.gpu_collectives) {
-        st = RunOnDevices(schedule, ops, spec_.layout.world_size(), &on_gpus);
+        st = RunOnDevices(schedule, ops, spec_.layout.world_size(), services_.gpu_allreduce, &gpu_schedule);
       }
+      const bool on_gpus = gpu_schedule != nullptr;
       if (st.ok() && !on_gpus) st = StageDeferred(ops, &buffers);
       ExecutionContext ctx{&buffers, &scratch_, mesh_.get(), MessageStamp{spec_.uid, seq, sig},
                            std::chrono::steady_clock::now() + spec_.timeout + grace, services_.pool};
       if (st.ok() && !on_gpus) st = ExecuteSchedule(schedule, ctx);
-      if (st.ok() && services_.metrics != nullptr) CountTraffic(schedule, on_gpus);
+      if (st.ok() && services_.metrics != nullptr) CountTraffic(on_gpus ? *gpu_schedule : schedule, on_gpus);
       if (st.code() == Code::kTimeout) st = DiagnoseNetworkTimeout(seq, sig, st);
     }
   }

@@ -24,6 +24,7 @@
 #include "collectives/cost_model.h"
 #include "collectives/layout.h"
 #include "collectives/schedule.h"
+#include "collectives/spread_allreduce.h"
 #include "daemon/fast_path_region.h"
 #include "daemon/flight_recorder.h"
 #include "daemon/local_op.h"
@@ -78,6 +79,7 @@ struct DaemonServices {
   // Collectives within one node whose buffers are all GPU memory run on the
   // GPUs (daemon/device_execution.h); false: they are staged.
   bool gpu_collectives = true;
+  GpuAllReduceShape gpu_allreduce = GpuAllReduceShape::kAuto;  // the shape of their AllReduce
 };
 
 // A snapshot for the Admin service.

@@ -179,6 +179,7 @@ Status Daemon::Start() {
   env_.services.pool = pool_.get();
   env_.services.pinned = gpu::PinnedPool::Create(kPinnedCacheBytes);
   env_.services.gpu_collectives = options_.gpu_collectives;
+  env_.services.gpu_allreduce = options_.gpu_allreduce;
   if (const gpu::CudaSupport& cuda = gpu::GetCudaSupport(); cuda.available) {
     BATON_INFO(kInit, "GPU support: {} CUDA device(s); collectives of device buffers within a node {}; across nodes "
                "they are staged through pinned host memory", cuda.device_count,

@@ -1,8 +1,10 @@
 #include "daemon/device_execution.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "collectives/device_steps.h"
+#include "collectives/spread_allreduce.h"
 #include "common/logging.h"
 #include "gpu/step_runner.h"
 
@@ -32,8 +34,9 @@ bool WorkerDecidesStaging(const LocalOp& op, int num_nodes) {
          op.sig.collective != Collective::kRecv;
 }
 
-Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, bool* ran) {
-  *ran = false;
+Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, GpuAllReduceShape shape,
+                    const Schedule** ran) {
+  *ran = nullptr;
   if (ops.empty() || ops[0].sig.collective == Collective::kSplit) return Status::Ok();
   // The host-memory collectives (nearly all) leave here, without allocating.
   for (const LocalOp& op : ops) {
@@ -56,17 +59,38 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
                 ops[0].sig.ToString());
     return Status::Ok();
   }
-  DeviceMemory memory{&buffers, nullptr, 0, devices.front()};
-  if (schedule.scratch_bytes > 0) {
-    BATON_RETURN_IF_ERROR(gpu::ThreadScratch(memory.scratch_device, schedule.scratch_bytes, &memory.scratch));
-    memory.scratch_bytes = schedule.scratch_bytes;
+  // Ranks on several GPUs: an AllReduce spreads its reduction over them
+  // (spread_allreduce.h); on one GPU the host's shape needs fewer launches.
+  // Training repeats the same AllReduce: the last spread schedule is kept.
+  const Schedule* run = &schedule;
+  thread_local Schedule spread;
+  thread_local std::optional<OpSignature> spread_sig;
+  thread_local std::vector<int> ranks, spread_ranks;
+  const bool spread_it =
+      shape == GpuAllReduceShape::kSpread || (shape == GpuAllReduceShape::kAuto && devices.size() > 1);
+  if (spread_it && ops[0].sig.collective == Collective::kAllReduce) {
+    ranks.clear();
+    for (const LocalOp& op : ops) ranks.push_back(op.rank);
+    std::sort(ranks.begin(), ranks.end());
+    if (!spread_sig || !(*spread_sig == ops[0].sig) || spread_ranks != ranks) {
+      spread_sig.reset();
+      BATON_RETURN_IF_ERROR(BuildSpreadAllReduce(ops[0].sig, ranks, world, &spread));
+      spread_sig = ops[0].sig;
+      spread_ranks = ranks;
+    }
+    run = &spread;
   }
-  if (Status planned = PlanDeviceSteps(schedule, memory, &steps); !planned.ok()) {
+  DeviceMemory memory{&buffers, nullptr, 0, devices.front()};
+  if (run->scratch_bytes > 0) {
+    BATON_RETURN_IF_ERROR(gpu::ThreadScratch(memory.scratch_device, run->scratch_bytes, &memory.scratch));
+    memory.scratch_bytes = run->scratch_bytes;
+  }
+  if (Status planned = PlanDeviceSteps(*run, memory, &steps); !planned.ok()) {
     BATON_DEBUG(kColl, "{}: not run on the GPUs ({}); staging through host memory", ops[0].sig.ToString(),
                 planned.ToString());
     return Status::Ok();
   }
-  *ran = true;
+  *ran = run;
   return gpu::RunDeviceSteps(steps, ops[0].sig.dtype, ops[0].sig.redop);
 }
 

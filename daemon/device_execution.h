@@ -13,11 +13,16 @@
 //     not staged yet;
 //   * the GPUs involved reach one another (peer access), or are one GPU;
 //   * the schedule can run on GPUs exactly as on the host (PlanDeviceSteps).
+//
+// Ranks on one GPU run the host's schedule, so the GPU result is the host
+// path's bit for bit; an AllReduce over several GPUs runs the spread shape,
+// whose rounding may differ (spread_allreduce.h).
 #pragma once
 
 #include <vector>
 
 #include "collectives/schedule.h"
+#include "collectives/spread_allreduce.h"
 #include "common/status.h"
 #include "daemon/local_op.h"
 
@@ -31,8 +36,11 @@ bool WorkerDecidesStaging(const LocalOp& op, int num_nodes);
 
 // Runs `schedule` (one node's, for `ops`, the local ranks' parts, of a
 // communicator of `world` ranks) on the GPUs if the conditions above hold,
-// and returns its status with *ran = true; otherwise returns OK with
-// *ran = false and touches nothing.
-Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, bool* ran);
+// and returns its status with *ran = the schedule that ran: `schedule`, or
+// for an AllReduce the spread one when `shape` asks for it
+// (collectives/spread_allreduce.h; valid until this thread's next call).
+// Otherwise returns OK with *ran = null and touches nothing.
+Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, GpuAllReduceShape shape,
+                    const Schedule** ran);
 
 }  // namespace baton

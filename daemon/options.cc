@@ -68,6 +68,11 @@ options:
                          collectives of ranks all on this node whose buffers are
                          all GPU memory run on the GPUs (default on; off: they
                          are staged through host memory like those across nodes)
+  --gpu-allreduce auto|spread|gathered
+                         the shape of such an AllReduce: spread, each rank's GPU
+                         reducing its share of the vector, or gathered, every
+                         reduction on the first rank's GPU (default auto: spread
+                         when the ranks are on more than one GPU)
   --sockets-per-peer N   TCP connections to each peer node per communicator for
                          collective data, 1..16 (default 2; $BATON_NSOCKS); messages of
                          256 KiB and more are striped across them. Nodes agree on
@@ -151,7 +156,7 @@ const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "ren
                                    "max-client-memory", "max-user-memory", "max-client-comms", "max-user-comms", "max-user-clients", "max-p2p-buffer",
                                    "allow-users", "allow-groups", "tls-cert", "tls-key", "tls-ca", "admin-cns",
                                    "socket-mode", "timeout", "straggler-warning", "heartbeat",
-                                   "peer-timeout", "flight-records", "progress-spin-us", "fast-path-max-bytes", "gpu-collectives", "sockets-per-peer", "tcp-congestion", "tcp-buffer-bytes", "reduce-threads", "trace-dir", "socket-ifname",
+                                   "peer-timeout", "flight-records", "progress-spin-us", "fast-path-max-bytes", "gpu-collectives", "gpu-allreduce", "sockets-per-peer", "tcp-congestion", "tcp-buffer-bytes", "reduce-threads", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
                                    "ib-hca"};
 
@@ -338,6 +343,12 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       BATON_RETURN_IF_ERROR(next(&v));
       if (v != "on" && v != "off") return Status::InvalidArgument("--gpu-collectives '" + v + "': say on or off");
       o.gpu_collectives = v == "on";
+    } else if (arg == "--gpu-allreduce") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      if (!ParseGpuAllReduceShape(v, &o.gpu_allreduce)) {
+        return Status::InvalidArgument("--gpu-allreduce '" + v + "': say auto, spread or gathered");
+      }
     } else if (arg == "--ready-file") {
       BATON_RETURN_IF_ERROR(next(&o.ready_file));
     } else if (arg == "--node-name") {
@@ -442,6 +453,7 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"progress-spin-us", std::to_string(o.progress_spin.count())},
       {"fast-path-max-bytes", std::to_string(o.fast_path_max_bytes)},
       {"gpu-collectives", o.gpu_collectives ? "on" : "off"},
+      {"gpu-allreduce", GpuAllReduceShapeName(o.gpu_allreduce)},
       {"sockets-per-peer", std::to_string(o.sockets_per_peer)},
       {"reduce-threads", std::to_string(o.reduce_threads)},
       {"trace-dir", o.trace_dir},

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/spread_allreduce.h"
 #include "common/status.h"
 
 namespace baton {
@@ -39,6 +40,7 @@ struct DaemonOptions {
   std::chrono::microseconds progress_spin{100};          // worker spins this long before sleeping
   uint64_t fast_path_max_bytes = 16384;                  // small blocking collectives within a node skip batond
   bool gpu_collectives = true;                           // all-GPU collectives within a node run on the GPUs
+  GpuAllReduceShape gpu_allreduce = GpuAllReduceShape::kAuto;  // their AllReduce's shape (spread_allreduce.h)
   std::string tcp_congestion;                            // data connections' congestion control ("": the system's)
   uint64_t tcp_buffer_bytes = 4 << 20;                   // data connections' SO_SNDBUF/SO_RCVBUF (0: kernel autotuning)
   int sockets_per_peer = 2;                              // TCP connections per peer node for collectives

@@ -4,7 +4,8 @@
 # host/device ranks, the stream-ordering contract, kernels against the host
 # kernels) and the GPU benchmark (reduction kernel vs device copy bandwidth;
 # device vs host AllReduce on 1x2, 1x4 and 2x1 simulated nodes, and on 1x2
-# with the GPU path off, --gpu-collectives off, for the cost of staging).
+# with the GPU path off, --gpu-collectives off, for the cost of staging, and
+# 1x4 with the AllReduce spread over the ranks, --gpu-allreduce spread).
 # Everything it prints is also written under OUTDIR (default gpu-results/).
 #   scripts/gpu-check.sh [OUTDIR]
 #       installs the dependencies and builds with -DBATON_CUDA=ON first
@@ -66,11 +67,15 @@ if grep -q "$skipped" "$out/gpu-tests.txt"; then
   status=1
 fi
 "$bin/baton-gpu-bench" kernels -b 1M -e 1G -n 20 2>&1 | tee "$out/kernels.txt" || status=1
-for cfg in "1 2" "1 4" "2 1" "1 2 off"; do
+for cfg in "1 2" "1 4" "2 1" "1 2 off" "1 4 spread"; do
   set -- $cfg
   daemon_args=()
-  [[ ${3:-} == off ]] && daemon_args=(--daemon-arg --gpu-collectives --daemon-arg off)
-  echo "# ${1} node(s) x ${2} rank(s)${3:+, --gpu-collectives $3 (staged through host memory)}" | tee -a "$out/allreduce.txt"
+  note=
+  case ${3:-} in
+    off) daemon_args=(--daemon-arg --gpu-collectives --daemon-arg off) note=", --gpu-collectives off (staged through host memory)" ;;
+    spread) daemon_args=(--daemon-arg --gpu-allreduce --daemon-arg spread) note=", --gpu-allreduce spread" ;;
+  esac
+  echo "# ${1} node(s) x ${2} rank(s)$note" | tee -a "$out/allreduce.txt"
   "$bin/baton-run" --nodes "$1" --ranks-per-node "$2" "${daemon_args[@]}" -- \
     "$bin/baton-gpu-bench" allreduce -b 8 -e 256M -n 10 2>&1 | tee -a "$out/allreduce.txt" || status=1
 done

@@ -16,6 +16,7 @@
 
 #include "collectives/reduce.h"
 #include "collectives/reference.h"
+#include "collectives/spread_allreduce.h"
 #include "tests/schedule_simulator.h"
 
 namespace baton::test {
@@ -107,9 +108,16 @@ const Collective kCollectives[] = {Collective::kAllReduce, Collective::kBroadcas
                                    Collective::kAllGather, Collective::kReduceScatter, Collective::kScatter,
                                    Collective::kGather, Collective::kAllToAll};
 
-// Plans `sig` on one node of dc.ranks ranks, checks the ordering property,
-// runs the plan in three orders and checks every rank's result.
-void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place) {
+std::vector<int> AllRanks(int world) {
+  std::vector<int> ranks(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) ranks[r] = r;
+  return ranks;
+}
+
+// Plans `sig` on one node of dc.ranks ranks (BuildSchedule's shape, or with
+// `spread` the spread AllReduce's), checks the ordering property, runs the
+// plan in three orders and checks every rank's result.
+void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place, bool spread = false) {
   const NodeLayout layout = NodeLayout::Blocked({dc.ranks});
   const int world = dc.ranks;
   PlanInput in{sig, &layout, 0, Algorithm::kAuto, {}};
@@ -118,7 +126,11 @@ void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place
     in.in_place_ranks = probe.in_place_ranks;
   }
   Schedule schedule;
-  ASSERT_TRUE(BuildSchedule(in, &schedule).ok());
+  if (spread) {
+    ASSERT_TRUE(BuildSpreadAllReduce(sig, AllRanks(world), world, &schedule).ok());
+  } else {
+    ASSERT_TRUE(BuildSchedule(in, &schedule).ok());
+  }
   // Three runs, each from fresh buffers: GPU order as queued, last GPU
   // first, and alternating.
   for (int order = 0; order < 3; ++order) {
@@ -178,6 +190,11 @@ TEST_P(DeviceStepsMatrix, AnyOrderTheGpusMayChooseGivesTheReference) {
           const OpSignature sig{coll, t, o, HasRoot(coll) ? dc.ranks - 1 : -1, count};
           PlanRunAndCheck(dc, sig, in_place);
           if (HasFailure()) return;
+          // What the daemon runs for an AllReduce over several GPUs.
+          if (coll == Collective::kAllReduce && dc.ranks_per_gpu < dc.ranks) {
+            PlanRunAndCheck(dc, sig, in_place, /*spread=*/true);
+            if (HasFailure()) return;
+          }
         }
       }
     }
@@ -217,6 +234,64 @@ TEST(DeviceSteps, GpusWorkAtOnceWhereStepsShareNoMemory) {
     EXPECT_LT(longest, steps.size()) << CollectiveName(coll) << ": the plan runs its " << steps.size()
                                      << " steps one after another";
   }
+}
+
+// The spread AllReduce on four GPUs: every GPU folds its quarter of the
+// vector (three reductions of one chunk each, the last chunk shorter), the
+// folds wait for nothing on another GPU, and the result is the reference.
+TEST(DeviceSteps, SpreadAllReduceGivesEveryGpuItsShareOfTheReduction) {
+  const uint64_t count = 100003;  // 400012 bytes: chunks of 100096, the last 99724
+  const OpSignature sig{Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, count};
+  Schedule schedule;
+  ASSERT_TRUE(BuildSpreadAllReduce(sig, AllRanks(4), 4, &schedule).ok());
+  RankMemory mem = MakeRankMemory(sig, 4, false);
+  std::vector<DeviceRankBuffers> buffers(4);
+  for (int r = 0; r < 4; ++r) {
+    buffers[r] = {mem.sim[r].send, mem.sim[r].send_bytes, r, mem.sim[r].recv, mem.sim[r].recv_bytes, r};
+  }
+  std::vector<DeviceStep> steps;
+  ASSERT_TRUE(PlanDeviceSteps(schedule, {&buffers, nullptr, 0, 0}, &steps).ok());
+  std::vector<uint64_t> reduced(4, 0);
+  std::vector<int> reductions(4, 0);
+  for (const DeviceStep& s : steps) {
+    if (s.kind != StepKind::kReduce) continue;
+    reduced[s.device] += s.bytes;
+    ++reductions[s.device];
+    // A GPU folds into its own rank's buffer.
+    EXPECT_TRUE(s.dst >= mem.sim[s.device].recv && s.dst + s.bytes <= mem.sim[s.device].recv + 4 * count)
+        << "GPU " << s.device << " reduces into memory that is not its rank's";
+  }
+  for (int g = 0; g < 4; ++g) {
+    EXPECT_EQ(reductions[g], 3) << "GPU " << g;
+    EXPECT_EQ(reduced[g], 3 * (g < 3 ? 100096u : 99724u)) << "GPU " << g;
+  }
+  // The four folds run at once: a fold step comes after nothing but the
+  // steps of its own chunk before it (a copy and at most two folds).
+  const auto before = HappensBefore(steps);
+  for (size_t j = 0; j < steps.size(); ++j) {
+    if (steps[j].kind != StepKind::kReduce) continue;
+    EXPECT_LE(std::count(before[j].begin(), before[j].end(), true), 3) << "fold step " << j << " on GPU "
+                                                                       << steps[j].device << " waits for another GPU";
+  }
+  RunLikeGpus(steps, sig.dtype, sig.redop, [](size_t n) { return n - 1; });
+  for (int r = 0; r < 4; ++r) {
+    const Bytes want = Expected(sig, 4, r, mem.inputs);
+    const Bytes got(mem.sim[r].recv, mem.sim[r].recv + mem.sim[r].recv_bytes);
+    std::string msg;
+    ASSERT_EQ(FirstMismatch(sig.dtype, got, want, &msg), -1) << "rank " << r << ": " << msg;
+  }
+}
+
+TEST(DeviceSteps, SpreadAllReduceRefusesWhatItIsNotFor) {
+  Schedule schedule;
+  Status st = BuildSpreadAllReduce({Collective::kBroadcast, DataType::kFloat32, RedOp::kSum, 0, 8}, AllRanks(2), 2,
+                                   &schedule);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("an AllReduce's, not a broadcast's"), std::string::npos) << st.ToString();
+  st = BuildSpreadAllReduce({Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 8}, AllRanks(2), 4,
+                            &schedule);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("(2 local of 4)"), std::string::npos) << st.ToString();
 }
 
 // What the plan refuses, so that the host path runs the collective instead.

@@ -11,6 +11,8 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "collectives/reduce.h"
 #include "collectives/reference.h"
@@ -152,6 +154,7 @@ struct MatrixCase {
   std::vector<int> node_of_rank;
   std::vector<Placement> placement;  // per rank
   bool on_stream;
+  std::vector<std::string> daemon_args = {};
 };
 
 const MatrixCase kCases[] = {
@@ -161,6 +164,11 @@ const MatrixCase kCases[] = {
     // four ranks give schedules of many steps.
     {"1node_x4_device_stream", 1, {0, 0, 0, 0},
      {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice}, true},
+    // The AllReduce spread over the ranks (spread_allreduce.h), which the
+    // daemon picks for ranks on several GPUs, forced on this one.
+    {"1node_x4_device_stream_spread", 1, {0, 0, 0, 0},
+     {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice}, true,
+     {"--gpu-allreduce", "spread"}},
     // ... and with a host buffer among them, the worker stages instead.
     {"1node_x3_mixed", 1, {0, 0, 0}, {Placement::kDevice, Placement::kHost, Placement::kDeviceSendHostRecv}, false},
     {"2nodes_x1_device_stream", 2, {0, 1}, {Placement::kDevice, Placement::kDevice}, true},
@@ -176,7 +184,7 @@ class GpuCollectives : public ::testing::TestWithParam<size_t> {};
 TEST_P(GpuCollectives, MatchReferenceElementByElement) {
   SKIP_WITHOUT_GPU();
   const MatrixCase& mc = kCases[GetParam()];
-  auto cluster = StartCluster(mc.nodes);
+  auto cluster = StartCluster(mc.nodes, mc.daemon_args);
   ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
   const int world = static_cast<int>(mc.node_of_rank.size());
   const auto ops = Matrix(world);

@@ -211,6 +211,24 @@ TEST(Options, GpuCollectivesOnByDefaultOffByFlagOrConfig) {
   EXPECT_NE(st.message().find("--gpu-collectives 'yes': say on or off"), std::string::npos) << st.message();
 }
 
+TEST(Options, GpuAllReduceShapeIsAutoUnlessNamed) {
+  DaemonOptions o;
+  ASSERT_TRUE(Parse({}, &o).ok());
+  EXPECT_EQ(o.gpu_allreduce, GpuAllReduceShape::kAuto);
+  ASSERT_TRUE(Parse({"--gpu-allreduce", "spread"}, &o).ok());
+  EXPECT_EQ(o.gpu_allreduce, GpuAllReduceShape::kSpread);
+  const std::string path = WriteConfig("gpu-allreduce = gathered\n");
+  o = DaemonOptions{};
+  ASSERT_TRUE(Parse({"--config", path}, &o).ok());
+  EXPECT_EQ(o.gpu_allreduce, GpuAllReduceShape::kGathered);
+  EXPECT_NE(PrintConfig(o).find("gpu-allreduce      = gathered"), std::string::npos) << PrintConfig(o);
+  std::remove(path.c_str());
+  const Status st = Parse({"--gpu-allreduce", "ring"}, &o);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("--gpu-allreduce 'ring': say auto, spread or gathered"), std::string::npos)
+      << st.message();
+}
+
 TEST(Options, TcpCongestionIsANameOrTheSystemDefault) {
   DaemonOptions o;
   ASSERT_TRUE(Parse({}, &o).ok());

@@ -1,0 +1,51 @@
+// SpreadAllReduce: the AllReduce of one node whose ranks sit on several GPUs.
+//
+// The host's single-node AllReduce (plan.cc) gathers the reduction in one
+// place: rank 0's buffer receives every other rank's vector, then every
+// rank copies the result out of it. In one shared memory that is the
+// cheapest shape (a block stays in cache through all the steps). Run on
+// GPUs it puts every reduction on rank 0's GPU and every byte through that
+// GPU's links: (n-1) vectors in, then (n-1) out, while the other GPUs wait.
+//
+// This shape spreads it, as a ReduceScatter followed by an AllGather does:
+// the vector is cut into one chunk per local rank; local rank k reduces
+// chunk k into its own receive buffer (its GPU runs the n-1 folds, reading
+// the other ranks' chunk k through peer access), then every rank copies the
+// chunks it does not own from their owners. Each GPU then reduces 1/n of
+// the vector and its links carry (n-1)/n of a vector each way, at the same
+// time as every other GPU's.
+//
+// Chunk k's fold starts from its owner's own input (so that an in-place
+// rank never reads a clobbered buffer) and then folds the others in rank
+// order. With floating point and more than two ranks the rounding can then
+// differ from the host shape's, chunk by chunk; every rank still gets the
+// same bits, and the same bits from call to call.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "collectives/schedule.h"
+#include "common/status.h"
+#include "common/types.h"
+
+namespace baton {
+
+// Which single-node AllReduce the GPUs run (batond --gpu-allreduce):
+// kAuto spreads it when the ranks are on more than one GPU and keeps the
+// gathered (host) shape on one GPU, where spreading buys nothing and costs
+// n-1 more launches per rank; the others force one shape (to compare them,
+// or to exercise the spread one on a single GPU).
+enum class GpuAllReduceShape { kAuto, kGathered, kSpread };
+const char* GpuAllReduceShapeName(GpuAllReduceShape s);
+bool ParseGpuAllReduceShape(const std::string& name, GpuAllReduceShape* out);
+
+// Chunk boundaries fall on multiples of this many bytes: a multiple of every
+// element size, and of the 16 bytes a vectorised kernel loads at once.
+inline constexpr uint64_t kSpreadChunkAlignBytes = 256;
+
+// The schedule above for `sig` (an AllReduce) over `ranks`, the node's local
+// ranks in rank order, of a communicator of `world` ranks on that one node.
+Status BuildSpreadAllReduce(const OpSignature& sig, const std::vector<int>& ranks, int world, Schedule* out);
+
+}  // namespace baton
