@@ -844,10 +844,13 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
         st = RunOnDevices(schedule, ops, spec_.layout.world_size(), services_.gpu_allreduce, &gpu_schedule);
       }
       const bool on_gpus = gpu_schedule != nullptr;
-      if (st.ok() && !on_gpus) st = StageDeferred(ops, &buffers);
+      StagingPipeline staging;
+      if (st.ok() && !on_gpus) st = StageDeferred(ops, schedule, &buffers, &staging);
       ExecutionContext ctx{&buffers, &scratch_, mesh_.get(), MessageStamp{spec_.uid, seq, sig},
-                           std::chrono::steady_clock::now() + spec_.timeout + grace, services_.pool};
+                           std::chrono::steady_clock::now() + spec_.timeout + grace, services_.pool,
+                           staging.active() ? &staging : nullptr};
       if (st.ok() && !on_gpus) st = ExecuteSchedule(schedule, ctx);
+      if (Status copied = staging.Finish(); st.ok()) st = copied;
       if (st.ok() && services_.metrics != nullptr) CountTraffic(on_gpus ? *gpu_schedule : schedule, on_gpus);
       if (st.code() == Code::kTimeout) st = DiagnoseNetworkTimeout(seq, sig, st);
     }
@@ -881,14 +884,17 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
   return st;
 }
 
-Status Communicator::StageDeferred(std::vector<LocalOp>& ops, std::vector<RankBuffers>* buffers) {
+Status Communicator::StageDeferred(std::vector<LocalOp>& ops, const Schedule& schedule,
+                                   std::vector<RankBuffers>* buffers, StagingPipeline* pipeline) {
+  std::vector<StagedSpan> spans;
   for (LocalOp& o : ops) {
     if (!o.device || o.device->staged() || !o.device->has_device_buffers()) continue;
     if (!services_.pinned) return Status::Internal("GPU buffers on a daemon without a staging pool");
-    BATON_RETURN_IF_ERROR(o.device->Stage(*services_.pinned, &o.bufs));
+    BATON_RETURN_IF_ERROR(o.device->StageLater(*services_.pinned, &o.bufs, &spans));
     (*buffers)[o.rank] = o.bufs;
   }
-  return Status::Ok();
+  if (spans.empty()) return Status::Ok();
+  return pipeline->Start(schedule, *buffers, std::move(spans));
 }
 
 void Communicator::FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered) {

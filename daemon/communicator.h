@@ -28,6 +28,7 @@
 #include "daemon/fast_path_region.h"
 #include "daemon/flight_recorder.h"
 #include "daemon/local_op.h"
+#include "daemon/staging_pipeline.h"
 #include "common/worker_pool.h"
 #include "gpu/pinned_pool.h"
 #include "transports/mesh.h"
@@ -164,9 +165,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Status RunCollective(std::vector<LocalOp>& ops, uint64_t seq);
   void CountTraffic(const Schedule& schedule, bool on_gpus) const;
   void FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered);
-  // Stages the GPU buffers whose staging waited for the worker (one node,
-  // not run on the GPUs: device_execution.h) and updates `buffers`.
-  Status StageDeferred(std::vector<LocalOp>& ops, std::vector<RankBuffers>* buffers);
+  // Stages the GPU buffers whose staging waited for the worker (every
+  // collective's that did not run on the GPUs: device_execution.h), updates
+  // `buffers` and starts `pipeline`, which copies them around the phases of
+  // `schedule` (staging_pipeline.h).
+  Status StageDeferred(std::vector<LocalOp>& ops, const Schedule& schedule, std::vector<RankBuffers>* buffers,
+                       StagingPipeline* pipeline);
   Status CheckSignatures(const std::vector<LocalOp>& ops, uint64_t seq) const;
   // The error for local ranks that did not submit op `seq` within the timeout.
   Status LateRanksLocked(uint64_t seq, const PendingOp& p) const;

@@ -29,8 +29,8 @@ bool OnDevice(const LocalOp& op, DeviceRankBuffers* out) {
 
 }  // namespace
 
-bool WorkerDecidesStaging(const LocalOp& op, int num_nodes) {
-  return num_nodes == 1 && op.device && op.device->has_device_buffers() && op.sig.collective != Collective::kSend &&
+bool WorkerDecidesStaging(const LocalOp& op) {
+  return op.device && op.device->has_device_buffers() && op.sig.collective != Collective::kSend &&
          op.sig.collective != Collective::kRecv;
 }
 

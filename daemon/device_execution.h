@@ -29,10 +29,11 @@
 namespace baton {
 
 // Whether the StreamGate leaves `op`'s staging to the communicator's worker
-// (which then runs it here or stages it, Communicator::StageDeferred): a
-// collective with GPU buffers on a communicator of one node. Send and Recv
-// are matched outside schedules, on host memory: they are staged at once.
-bool WorkerDecidesStaging(const LocalOp& op, int num_nodes);
+// (which then runs it here, on one node, or stages it around the schedule's
+// phases: Communicator::StageDeferred): a collective with GPU buffers. Send
+// and Recv are matched outside schedules, on host memory: they are staged
+// at once.
+bool WorkerDecidesStaging(const LocalOp& op);
 
 // Runs `schedule` (one node's, for `ops`, the local ranks' parts, of a
 // communicator of `world` ranks) on the GPUs if the conditions above hold,

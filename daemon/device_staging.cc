@@ -42,6 +42,26 @@ Status DeviceStaging::Prepare(gpu::PinnedPool& pool, RankBuffers* bufs, std::chr
 }
 
 Status DeviceStaging::Stage(gpu::PinnedPool& pool, RankBuffers* bufs) {
+  BATON_RETURN_IF_ERROR(PointAtHostMemory(pool, bufs));
+  if (send_.segment && bufs->send_bytes > 0) {
+    BATON_RETURN_IF_ERROR(gpu::CopyToHost(bufs->send, send_.device_ptr, bufs->send_bytes, send_.segment->device()));
+  }
+  return Status::Ok();
+}
+
+Status DeviceStaging::StageLater(gpu::PinnedPool& pool, RankBuffers* bufs, std::vector<StagedSpan>* spans) {
+  BATON_RETURN_IF_ERROR(PointAtHostMemory(pool, bufs));
+  copied_back_by_pipeline_ = true;
+  if (send_.segment && bufs->send_bytes > 0) {
+    spans->push_back({bufs->send, send_.device_ptr, bufs->send_bytes, send_.segment->device(), true});
+  }
+  if (recv_.segment && bufs->recv_bytes > 0) {
+    spans->push_back({bufs->recv, recv_.device_ptr, bufs->recv_bytes, recv_.segment->device(), false});
+  }
+  return Status::Ok();
+}
+
+Status DeviceStaging::PointAtHostMemory(gpu::PinnedPool& pool, RankBuffers* bufs) {
   if (staged_) return Status::Internal("a GPU operation staged twice");
   staged_ = true;
   const bool send_on_device = send_.segment && bufs->send_bytes > 0;
@@ -53,12 +73,8 @@ Status DeviceStaging::Stage(gpu::PinnedPool& pool, RankBuffers* bufs) {
     const bool overlap = send_.device_ptr < recv_.device_ptr + bufs->recv_bytes &&
                          recv_.device_ptr < send_.device_ptr + bufs->send_bytes;
     if (overlap) {
-      const auto span = static_cast<uint64_t>(hi - lo);
-      BATON_RETURN_IF_ERROR(pool.Acquire(span, &recv_host_));
-      // Only the input needs to be there first; the rest is output.
+      BATON_RETURN_IF_ERROR(pool.Acquire(static_cast<uint64_t>(hi - lo), &recv_host_));
       uint8_t* host = recv_host_.data();
-      BATON_RETURN_IF_ERROR(gpu::CopyToHost(host + (send_.device_ptr - lo), send_.device_ptr, bufs->send_bytes,
-                                            send_.segment->device()));
       bufs->send = host + (send_.device_ptr - lo);
       bufs->recv = host + (recv_.device_ptr - lo);
       return Status::Ok();
@@ -66,8 +82,6 @@ Status DeviceStaging::Stage(gpu::PinnedPool& pool, RankBuffers* bufs) {
   }
   if (send_on_device) {
     BATON_RETURN_IF_ERROR(pool.Acquire(bufs->send_bytes, &send_host_));
-    BATON_RETURN_IF_ERROR(
-        gpu::CopyToHost(send_host_.data(), send_.device_ptr, bufs->send_bytes, send_.segment->device()));
     bufs->send = send_host_.data();
   }
   if (recv_on_device) {
@@ -78,7 +92,7 @@ Status DeviceStaging::Stage(gpu::PinnedPool& pool, RankBuffers* bufs) {
 }
 
 Status DeviceStaging::Conclude(const RankBuffers& bufs) const {
-  if (!staged_ || !recv_.segment || bufs.recv_bytes == 0) return Status::Ok();
+  if (!staged_ || copied_back_by_pipeline_ || !recv_.segment || bufs.recv_bytes == 0) return Status::Ok();
   return gpu::CopyToDevice(recv_.device_ptr, bufs.recv, bufs.recv_bytes, recv_.segment->device());
 }
 

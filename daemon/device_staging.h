@@ -13,10 +13,13 @@
 // device receive buffer. Completion::stream_done is written by
 // Session::Complete after that, which releases the client's stream.
 //
-// On a communicator within one node, step 2 waits: its worker, which sees
-// every rank's buffers, runs the collective on the GPUs when all of them are
-// device memory (daemon/device_execution.h), and no staging is needed;
-// otherwise it stages then (Stage) and runs on host memory as above.
+// For a collective (not Send or Recv) step 2 waits for the communicator's
+// worker, which sees every rank's buffers: within one node it runs the
+// collective on the GPUs when all of them are device memory
+// (daemon/device_execution.h), and no staging is needed; otherwise it
+// stages with StageLater, and its StagingPipeline copies the input in and
+// the result back around the schedule's phases, overlapping the collective
+// (daemon/staging_pipeline.h); Conclude then has nothing left to copy.
 //
 // A rank's send and receive buffers that overlap in one allocation (in-place
 // calls) share one staging buffer, so in-place stays in-place.
@@ -25,9 +28,11 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <vector>
 
 #include "common/status.h"
 #include "daemon/executor.h"
+#include "daemon/staging_plan.h"
 #include "gpu/device_segment.h"
 #include "gpu/pinned_pool.h"
 
@@ -50,10 +55,16 @@ class DeviceStaging {
   Status Prepare(gpu::PinnedPool& pool, RankBuffers* bufs, std::chrono::steady_clock::time_point deadline,
                  const std::atomic<bool>& cancel, bool defer_staging);
   // Step 2: copies device input into staging memory from `pool` and points
-  // `bufs` at it. Only once per operation.
+  // `bufs` at it. Only once per operation (this or StageLater).
   Status Stage(gpu::PinnedPool& pool, RankBuffers* bufs);
-  // If the operation was staged, copies the result (bufs.recv) back to the
-  // device receive buffer; a collective that ran on the GPUs left it there.
+  // Step 2 for the worker's StagingPipeline: points `bufs` at staging
+  // memory without copying and appends what is to be copied in and back to
+  // `spans`; the pipeline copies them around the collective's phases, and
+  // Conclude then copies nothing.
+  Status StageLater(gpu::PinnedPool& pool, RankBuffers* bufs, std::vector<StagedSpan>* spans);
+  // If the operation was staged by Stage, copies the result (bufs.recv)
+  // back to the device receive buffer; a collective that ran on the GPUs
+  // left it there.
   Status Conclude(const RankBuffers& bufs) const;
 
   bool stream_ordered() const { return ready_ != nullptr; }
@@ -65,6 +76,8 @@ class DeviceStaging {
 
  private:
   Status WaitForStream(std::chrono::steady_clock::time_point deadline, const std::atomic<bool>& cancel) const;
+  // Staging memory for the device sides, `bufs` pointed at it; nothing copied.
+  Status PointAtHostMemory(gpu::PinnedPool& pool, RankBuffers* bufs);
 
   Side send_;
   Side recv_;
@@ -72,6 +85,7 @@ class DeviceStaging {
   gpu::PinnedLease send_host_;
   gpu::PinnedLease recv_host_;
   bool staged_ = false;
+  bool copied_back_by_pipeline_ = false;
 };
 
 }  // namespace baton

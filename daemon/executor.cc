@@ -67,7 +67,9 @@ Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
     if (static_cast<size_t>(peer) >= count.size()) count.resize(static_cast<size_t>(peer) + 1, 0);
     return count[peer]++;
   };
-  for (const Phase& phase : schedule.phases) {
+  for (size_t p = 0; p < schedule.phases.size(); ++p) {
+    const Phase& phase = schedule.phases[p];
+    if (ctx.observer != nullptr) BATON_RETURN_IF_ERROR(ctx.observer->BeforePhase(p));
     net.clear();
     local.clear();
     for (const Step& s : phase.steps) {
@@ -105,9 +107,11 @@ Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
     }
     // Local steps run first, in order (the schedule's execution rule).
     RunLocalSteps(local, sig.dtype, sig.redop, ctx.pool);
-    if (net.empty()) continue;
-    if (ctx.mesh == nullptr) return Status::Internal("network step in a single-node communicator");
-    BATON_RETURN_IF_ERROR(ctx.mesh->Exchange(net, ctx.stamp, reduce, ctx.deadline));
+    if (!net.empty()) {
+      if (ctx.mesh == nullptr) return Status::Internal("network step in a single-node communicator");
+      BATON_RETURN_IF_ERROR(ctx.mesh->Exchange(net, ctx.stamp, reduce, ctx.deadline));
+    }
+    if (ctx.observer != nullptr) BATON_RETURN_IF_ERROR(ctx.observer->AfterPhase(p));
   }
   return Status::Ok();
 }

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "collectives/schedule.h"
+#include "common/status.h"
 #include "common/worker_pool.h"
 #include "transports/mesh.h"
 
@@ -20,6 +22,16 @@ struct RankBuffers {
   uint64_t recv_bytes = 0;
 };
 
+// Told when each phase of a schedule starts and ends (the staging pipeline
+// copies GPU buffers around them: daemon/staging_pipeline.h). An error from
+// either ends the collective with it.
+class PhaseObserver {
+ public:
+  virtual ~PhaseObserver() = default;
+  virtual Status BeforePhase(size_t phase) = 0;
+  virtual Status AfterPhase(size_t phase) = 0;
+};
+
 struct ExecutionContext {
   const std::vector<RankBuffers>* buffers = nullptr;  // indexed by global rank; only local ranks are filled
   std::vector<uint8_t>* scratch = nullptr;             // grown to the schedule's needs
@@ -27,6 +39,7 @@ struct ExecutionContext {
   MessageStamp stamp;
   std::chrono::steady_clock::time_point deadline;
   WorkerPool* pool = nullptr;                          // helpers for large local steps (optional)
+  PhaseObserver* observer = nullptr;                   // optional
 };
 
 Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx);

@@ -57,7 +57,7 @@ void StreamGate::Run(const std::shared_ptr<State>& state) {
     if (state->stopping) {
       st = Status::Aborted("the client disconnected before its CUDA stream reached this operation");
     } else if (e.op.device) {
-      const bool defer = WorkerDecidesStaging(e.op, e.comm->spec().layout.num_nodes());
+      const bool defer = WorkerDecidesStaging(e.op);
       st = e.op.device->Prepare(*state->pool, &e.op.bufs, e.deadline, state->stopping, defer);
     }
     if (st.ok()) {

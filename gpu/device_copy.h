@@ -14,4 +14,23 @@ namespace baton::gpu {
 Status CopyToHost(void* host, const void* device_ptr, uint64_t bytes, int device);
 Status CopyToDevice(void* device_ptr, const void* host, uint64_t bytes, int device);
 
+// The same copies queued, not waited for, on the same stream: the copies
+// one thread queues for one device run in the order queued.
+Status QueueCopyToHost(void* host, const void* device_ptr, uint64_t bytes, int device);
+Status QueueCopyToDevice(void* device_ptr, const void* host, uint64_t bytes, int device);
+
+// A point in this thread's stream for one device: the copies queued before
+// it. Marks are numbered from 0 after each ForgetMarks, which must only
+// follow WaitForCopies on every device marked since the last one (a mark's
+// CUDA event is then reused).
+struct CopyMark {
+  int device = -1;
+  uint32_t index = 0;
+};
+Status MarkCopies(int device, CopyMark* out);
+Status WaitForMark(const CopyMark& mark);
+void ForgetMarks();
+// Waits for every copy this thread queued for `device`.
+Status WaitForCopies(int device);
+
 }  // namespace baton::gpu

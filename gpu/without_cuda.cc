@@ -40,6 +40,12 @@ DeviceSegment::~DeviceSegment() = default;
 
 Status CopyToHost(void*, const void*, uint64_t, int) { return RequireCuda("a device buffer"); }
 Status CopyToDevice(void*, const void*, uint64_t, int) { return RequireCuda("a device buffer"); }
+Status QueueCopyToHost(void*, const void*, uint64_t, int) { return RequireCuda("a device buffer"); }
+Status QueueCopyToDevice(void*, const void*, uint64_t, int) { return RequireCuda("a device buffer"); }
+Status MarkCopies(int, CopyMark*) { return RequireCuda("a device buffer"); }
+Status WaitForMark(const CopyMark&) { return RequireCuda("a device buffer"); }
+void ForgetMarks() {}
+Status WaitForCopies(int) { return RequireCuda("a device buffer"); }
 
 Status PinnedRegion::Create(uint64_t, std::unique_ptr<PinnedRegion>*) { return RequireCuda("pinned staging memory"); }
 PinnedRegion::~PinnedRegion() = default;

@@ -70,7 +70,7 @@ RankMemory MakeRankMemory(const OpSignature& sig, int world, bool in_place) {
 }
 
 Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo, const std::vector<SimRank>& ranks,
-                const std::vector<int>& in_place_ranks) {
+                const std::vector<int>& in_place_ranks, const PhaseHooks& hooks) {
   const int n = layout.num_nodes();
   std::vector<NodeState> nodes(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -124,6 +124,7 @@ Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo
       if (!st.phase_started) {
         st.phase_started = true;
         progress = true;
+        if (hooks.before) BATON_RETURN_IF_ERROR(hooks.before(i, st.schedule, st.phase));
         // Local steps run as the daemon runs them (blocked, on a pool).
         std::vector<LocalStep> local;
         for (const Step& s : phase.steps) {
@@ -186,6 +187,7 @@ Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo
           ReduceInto(sig.dtype, sig.redop, dst, msg.data(), msg.size() / esize);
         }
       }
+      if (hooks.after) BATON_RETURN_IF_ERROR(hooks.after(i, st.schedule, st.phase));
       ++st.phase;
       st.phase_started = false;
       progress = true;

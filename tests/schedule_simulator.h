@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,15 @@ struct RankMemory {
 };
 RankMemory MakeRankMemory(const OpSignature& sig, int world, bool in_place);
 
+// Called with a node's schedule just before each of its phases starts and
+// just after it ends (each may be empty); an error ends the simulation.
+struct PhaseHooks {
+  std::function<Status(int node, const Schedule& schedule, size_t phase)> before;
+  std::function<Status(int node, const Schedule& schedule, size_t phase)> after;
+};
+
 // Runs the collective `sig` on all nodes of `layout`. `ranks[r]` gives rank r's buffers.
 Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo, const std::vector<SimRank>& ranks,
-                const std::vector<int>& in_place_ranks = {});
+                const std::vector<int>& in_place_ranks = {}, const PhaseHooks& hooks = {});
 
 }  // namespace baton::test

@@ -1,0 +1,111 @@
+#include "daemon/staging_plan.h"
+
+#include <algorithm>
+#include <string>
+
+namespace baton {
+namespace {
+
+// One step's use of host memory in one phase.
+struct Touch {
+  const uint8_t* p = nullptr;
+  uint64_t bytes = 0;
+  uint32_t phase = 0;
+  bool write = false;
+};
+
+Status Resolve(const Region& r, const std::vector<RankBuffers>& buffers, const uint8_t** out) {
+  *out = nullptr;
+  if (r.buf == BufKind::kScratch || r.bytes == 0) return Status::Ok();  // scratch is never staged
+  if (r.rank < 0 || static_cast<size_t>(r.rank) >= buffers.size()) {
+    return Status::Internal("schedule names rank " + std::to_string(r.rank) + " outside the communicator");
+  }
+  const RankBuffers& b = buffers[r.rank];
+  const uint8_t* base = r.buf == BufKind::kSend ? b.send : b.recv;
+  const uint64_t size = r.buf == BufKind::kSend ? b.send_bytes : b.recv_bytes;
+  if (base == nullptr || r.offset > size || r.bytes > size - r.offset) {
+    return Status::Internal("schedule region outside its buffer (rank " + std::to_string(r.rank) + ", offset " +
+                            std::to_string(r.offset) + ", bytes " + std::to_string(r.bytes) + ")");
+  }
+  *out = base + r.offset;
+  return Status::Ok();
+}
+
+Status CollectTouches(const Schedule& schedule, const std::vector<RankBuffers>& buffers, std::vector<Touch>* out) {
+  for (size_t p = 0; p < schedule.phases.size(); ++p) {
+    for (const Step& s : schedule.phases[p].steps) {
+      // What each kind reads (src) and writes (dst); a fold's read of its
+      // destination is covered by the write.
+      const bool reads_src = s.kind == StepKind::kCopy || s.kind == StepKind::kReduce || s.kind == StepKind::kSend ||
+                             (s.kind == StepKind::kRecvReduce && s.src.bytes > 0);
+      const bool writes_dst = s.kind != StepKind::kSend;
+      const uint8_t* p_src = nullptr;
+      const uint8_t* p_dst = nullptr;
+      if (reads_src) BATON_RETURN_IF_ERROR(Resolve(s.src, buffers, &p_src));
+      if (writes_dst) BATON_RETURN_IF_ERROR(Resolve(s.dst, buffers, &p_dst));
+      if (p_src != nullptr) out->push_back({p_src, s.src.bytes, static_cast<uint32_t>(p), false});
+      if (p_dst != nullptr) out->push_back({p_dst, s.dst.bytes, static_cast<uint32_t>(p), true});
+    }
+  }
+  return Status::Ok();
+}
+
+void Append(std::vector<StagingCopy>& list, uint32_t span, uint64_t off, uint64_t len) {
+  if (!list.empty() && list.back().span == span && list.back().offset + list.back().bytes == off) {
+    list.back().bytes += len;
+  } else {
+    list.push_back({span, off, len});
+  }
+}
+
+}  // namespace
+
+Status PlanStaging(const Schedule& schedule, const std::vector<RankBuffers>& buffers,
+                   const std::vector<StagedSpan>& spans, StagingPlan* out) {
+  const size_t phases = schedule.phases.size();
+  out->in_before.assign(phases, {});
+  out->out_after.assign(phases, {});
+  thread_local std::vector<Touch> touches;
+  touches.clear();
+  BATON_RETURN_IF_ERROR(CollectTouches(schedule, buffers, &touches));
+  constexpr uint32_t kNone = UINT32_MAX;
+  for (uint32_t si = 0; si < spans.size(); ++si) {
+    const StagedSpan& span = spans[si];
+    if (span.bytes == 0) continue;
+    const auto lo = reinterpret_cast<uintptr_t>(span.host), hi = lo + span.bytes;
+    // The span cut where any touch begins or ends; each piece is touched
+    // whole or not at all by every step.
+    std::vector<uint64_t> cuts{0, span.bytes};
+    for (const Touch& t : touches) {
+      const auto a = reinterpret_cast<uintptr_t>(t.p), b = a + t.bytes;
+      if (b <= lo || a >= hi) continue;
+      cuts.push_back(std::max(a, lo) - lo);
+      cuts.push_back(std::min(b, hi) - lo);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    const size_t pieces = cuts.size() - 1;
+    std::vector<uint32_t> when(pieces, kNone);  // input: first phase touching it; output: last phase writing it
+    for (const Touch& t : touches) {
+      if (!span.input && !t.write) continue;
+      const auto a = reinterpret_cast<uintptr_t>(t.p), b = a + t.bytes;
+      if (b <= lo || a >= hi) continue;
+      const uint64_t from = std::max(a, lo) - lo, to = std::min(b, hi) - lo;
+      for (size_t k = std::lower_bound(cuts.begin(), cuts.end(), from) - cuts.begin(); k < pieces && cuts[k] < to;
+           ++k) {
+        if (when[k] == kNone) {
+          when[k] = t.phase;
+        } else {
+          when[k] = span.input ? std::min(when[k], t.phase) : std::max(when[k], t.phase);
+        }
+      }
+    }
+    for (size_t k = 0; k < pieces; ++k) {
+      if (when[k] == kNone) continue;
+      Append(span.input ? out->in_before[when[k]] : out->out_after[when[k]], si, cuts[k], cuts[k + 1] - cuts[k]);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace baton
