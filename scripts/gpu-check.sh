@@ -3,7 +3,8 @@
 # runs the gpu-labelled tests (device-buffer correctness matrix, mixed
 # host/device ranks, the stream-ordering contract, kernels against the host
 # kernels) and the GPU benchmark (reduction kernel vs device copy bandwidth;
-# device vs host AllReduce on 1x2, 1x4 and 2x1 simulated nodes, and on 1x2
+# device vs host AllReduce on 1x2, 1x4, 2x1 and 4x1 simulated nodes (across
+# nodes the ratio is the cost of staging, pipelined with the phases), and on 1x2
 # with the GPU path off, --gpu-collectives off, for the cost of staging, and
 # 1x4 with the AllReduce spread over the ranks, --gpu-allreduce spread).
 # Everything it prints is also written under OUTDIR (default gpu-results/).
@@ -67,7 +68,7 @@ if grep -q "$skipped" "$out/gpu-tests.txt"; then
   status=1
 fi
 "$bin/baton-gpu-bench" kernels -b 1M -e 1G -n 20 2>&1 | tee "$out/kernels.txt" || status=1
-for cfg in "1 2" "1 4" "2 1" "1 2 off" "1 4 spread"; do
+for cfg in "1 2" "1 4" "2 1" "4 1" "1 2 off" "1 4 spread"; do
   set -- $cfg
   daemon_args=()
   note=
