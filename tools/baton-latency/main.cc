@@ -156,39 +156,53 @@ bool ExchangeOnce(int fd, const char* out, char* in, size_t bytes) {
   return true;
 }
 
+// A listening TCP socket on a free loopback port, its address in *addr.
+bool ListenOnLoopback(baton::UniqueFd* listener, sockaddr_in* addr) {
+  listener->reset(::socket(AF_INET, SOCK_STREAM, 0));
+  *addr = {};
+  addr->sin_family = AF_INET;
+  addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof *addr;
+  return listener->valid() && ::bind(listener->get(), reinterpret_cast<sockaddr*>(addr), sizeof *addr) == 0 &&
+         ::listen(listener->get(), 1) == 0 &&
+         ::getsockname(listener->get(), reinterpret_cast<sockaddr*>(addr), &len) == 0;
+}
+
+// One end of a connection through `listener` (accepting, or connecting to
+// `addr`), with TCP_NODELAY; invalid if that failed. The accepting end waits
+// at most 10 s: a peer that could not connect has exited.
+baton::UniqueFd OneEnd(bool accepting, const baton::UniqueFd& listener, const sockaddr_in& addr) {
+  baton::UniqueFd fd;
+  if (accepting) {
+    pollfd ready{listener.get(), POLLIN, 0};
+    if (::poll(&ready, 1, 10'000) == 1) fd.reset(::accept(listener.get(), nullptr, nullptr));
+  } else {
+    fd.reset(::socket(AF_INET, SOCK_STREAM, 0));
+    if (fd.valid() && ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) fd.reset();
+  }
+  if (fd.valid()) {
+    const int one = 1;
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  return fd;
+}
+
 // TCP loopback between a parent on cpu_a and a child on cpu_b; the child
 // runs the same iterations (and repetitions) and exits. Returns the parent's
 // seconds per repetition, or an empty list if the sockets failed.
 std::vector<double> TcpExchange(int cpu_a, int cpu_b, int iters, int reps) {
   constexpr size_t kBytes = 64;
-  baton::UniqueFd listener(::socket(AF_INET, SOCK_STREAM, 0));
+  baton::UniqueFd listener;
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (!listener.valid() || ::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listener.get(), 1) != 0 ||
-      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return {};
-  }
+  if (!ListenOnLoopback(&listener, &addr)) return {};
   const pid_t child = ::fork();
   if (child < 0) return {};
   const bool parent = child > 0;
   PinTo(parent ? cpu_a : cpu_b);
-  baton::UniqueFd fd;
-  if (parent) {
-    // A child that could not connect has exited: do not wait for it forever.
-    pollfd ready{listener.get(), POLLIN, 0};
-    if (::poll(&ready, 1, 10'000) == 1) fd.reset(::accept(listener.get(), nullptr, nullptr));
-  } else {
-    fd.reset(::socket(AF_INET, SOCK_STREAM, 0));
-    if (fd.valid() && ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) fd.reset();
-  }
+  baton::UniqueFd fd = OneEnd(parent, listener, addr);
   std::vector<double> seconds;
   bool ok = fd.valid();
   if (ok) {
-    const int one = 1;
-    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     char out[kBytes] = {}, in[kBytes];
     for (int i = 0; ok && i < iters / 10; ++i) ok = ExchangeOnce(fd.get(), out, in, kBytes);  // warm-up
     for (int r = 0; ok && r < reps; ++r) {
@@ -217,16 +231,9 @@ std::vector<double> TcpExchange(int cpu_a, int cpu_b, int iters, int reps) {
 // empty list if a socket failed.
 std::vector<double> ComposedFloor(int cpu_a, int cpu_b, int iters, int reps) {
   constexpr size_t kBytes = 64;
-  baton::UniqueFd listener(::socket(AF_INET, SOCK_STREAM, 0));
+  baton::UniqueFd listener;
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (!listener.valid() || ::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listener.get(), 1) != 0 ||
-      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return {};
-  }
+  if (!ListenOnLoopback(&listener, &addr)) return {};
   void* page = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) return {};
   // turn[node]: odd while the relay has it. A relay that fails sets failed.
@@ -236,19 +243,8 @@ std::vector<double> ComposedFloor(int cpu_a, int cpu_b, int iters, int reps) {
 
   auto relay = [&](int node) {
     PinTo(node == 0 ? cpu_a : cpu_b);
-    baton::UniqueFd fd;
-    if (node == 0) {
-      pollfd ready{listener.get(), POLLIN, 0};
-      if (::poll(&ready, 1, 10'000) == 1) fd.reset(::accept(listener.get(), nullptr, nullptr));
-    } else {
-      fd.reset(::socket(AF_INET, SOCK_STREAM, 0));
-      if (fd.valid() && ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) fd.reset();
-    }
+    baton::UniqueFd fd = OneEnd(node == 0, listener, addr);
     bool ok = fd.valid();
-    if (ok) {
-      const int one = 1;
-      ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
     char out[kBytes] = {}, in[kBytes];
     for (uint64_t i = 0; ok && i < total; ++i) {
       while ((turn[node].load(std::memory_order_acquire) & 1) == 0) {
