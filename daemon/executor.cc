@@ -1,57 +1,50 @@
 #include "daemon/executor.h"
 
 #include <cstring>
+#include <string>
 
 #include "collectives/local_steps.h"
 #include "collectives/reduce.h"
 
 namespace baton {
-namespace {
 
-class Resolver {
- public:
-  explicit Resolver(const ExecutionContext& ctx) : ctx_(ctx) {}
-
-  // Regions come from our own planner, but a bounds check here turns a
-  // planner bug into an error instead of memory corruption.
-  Status Resolve(const Region& r, uint8_t** out) const {
-    uint8_t* base = nullptr;
-    uint64_t size = 0;
-    if (r.buf == BufKind::kScratch) {
-      base = ctx_.scratch->data();
-      size = ctx_.scratch->size();
-    } else {
-      if (r.rank < 0 || static_cast<size_t>(r.rank) >= ctx_.buffers->size()) {
-        return Status::Internal("schedule names rank " + std::to_string(r.rank) + " outside the communicator");
-      }
-      const RankBuffers& b = (*ctx_.buffers)[r.rank];
-      base = r.buf == BufKind::kSend ? b.send : b.recv;
-      size = r.buf == BufKind::kSend ? b.send_bytes : b.recv_bytes;
-    }
-    if (r.bytes == 0) {
-      *out = base;
+Status ResolveRegion(const Region& r, const std::vector<RankBuffers>& buffers, std::vector<uint8_t>* scratch,
+                     uint8_t** out) {
+  uint8_t* base = nullptr;
+  uint64_t size = 0;
+  if (r.buf == BufKind::kScratch) {
+    if (scratch == nullptr) {
+      *out = nullptr;
       return Status::Ok();
     }
-    if (base == nullptr || r.offset > size || r.bytes > size - r.offset) {
-      return Status::Internal("schedule region outside its buffer (rank " + std::to_string(r.rank) + ", offset " +
-                              std::to_string(r.offset) + ", bytes " + std::to_string(r.bytes) + ", buffer " +
-                              std::to_string(size) + ")");
+    base = scratch->data();
+    size = scratch->size();
+  } else {
+    if (r.rank < 0 || static_cast<size_t>(r.rank) >= buffers.size()) {
+      return Status::Internal("schedule names rank " + std::to_string(r.rank) + " outside the communicator");
     }
-    *out = base + r.offset;
+    const RankBuffers& b = buffers[r.rank];
+    base = r.buf == BufKind::kSend ? b.send : b.recv;
+    size = r.buf == BufKind::kSend ? b.send_bytes : b.recv_bytes;
+  }
+  if (r.bytes == 0) {
+    *out = base;
     return Status::Ok();
   }
-
- private:
-  const ExecutionContext& ctx_;
-};
-
-}  // namespace
+  if (base == nullptr || r.offset > size || r.bytes > size - r.offset) {
+    return Status::Internal("schedule region outside its buffer (rank " + std::to_string(r.rank) + ", offset " +
+                            std::to_string(r.offset) + ", bytes " + std::to_string(r.bytes) + ", buffer " +
+                            std::to_string(size) + ")");
+  }
+  *out = base + r.offset;
+  return Status::Ok();
+}
 
 Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
   if (ctx.scratch->size() < schedule.scratch_bytes) ctx.scratch->resize(schedule.scratch_bytes);
   const OpSignature& sig = ctx.stamp.sig;
   const uint64_t esize = DataTypeSize(sig.dtype);
-  const Resolver resolver(ctx);
+  auto resolve = [&ctx](const Region& r, uint8_t** out) { return ResolveRegion(r, *ctx.buffers, ctx.scratch, out); };
   const ReduceFn reduce = [&sig, esize](uint8_t* dst, const uint8_t* a, const uint8_t* incoming, uint64_t bytes) {
     CombineInto(sig.dtype, sig.redop, dst, a, incoming, bytes / esize);
   };
@@ -78,26 +71,26 @@ Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
       switch (s.kind) {
         case StepKind::kCopy:
         case StepKind::kReduce:
-          BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
-          BATON_RETURN_IF_ERROR(resolver.Resolve(s.dst, &dst));
+          BATON_RETURN_IF_ERROR(resolve(s.src, &src));
+          BATON_RETURN_IF_ERROR(resolve(s.dst, &dst));
           if (s.src.bytes != s.dst.bytes) return Status::Internal("schedule step with regions of different sizes");
           local.push_back({s.kind, src, dst, s.src.bytes, 0});
           break;
         case StepKind::kDivide:
-          BATON_RETURN_IF_ERROR(resolver.Resolve(s.dst, &dst));
+          BATON_RETURN_IF_ERROR(resolve(s.dst, &dst));
           local.push_back({s.kind, nullptr, dst, s.dst.bytes, s.divisor});
           break;
         case StepKind::kSend:
-          BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
+          BATON_RETURN_IF_ERROR(resolve(s.src, &src));
           if (s.peer < 0) return Status::Internal("schedule sends to a negative node");
           net.push_back({NetOp::kSend, s.peer, src, s.src.bytes, next(sent, s.peer)});
           break;
         case StepKind::kRecv:
         case StepKind::kRecvReduce:
-          BATON_RETURN_IF_ERROR(resolver.Resolve(s.dst, &dst));
+          BATON_RETURN_IF_ERROR(resolve(s.dst, &dst));
           if (s.kind == StepKind::kRecvReduce && s.src.bytes > 0) {
             if (s.src.bytes != s.dst.bytes) return Status::Internal("recv-reduce with regions of different sizes");
-            BATON_RETURN_IF_ERROR(resolver.Resolve(s.src, &src));
+            BATON_RETURN_IF_ERROR(resolve(s.src, &src));
           }
           if (s.peer < 0) return Status::Internal("schedule receives from a negative node");
           net.push_back({s.kind == StepKind::kRecv ? NetOp::kRecv : NetOp::kRecvReduce, s.peer, dst, s.dst.bytes,

@@ -44,4 +44,12 @@ struct ExecutionContext {
 
 Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx);
 
+// Where region `r` lies: in a local rank's buffer from `buffers`, or in
+// `scratch` (null: a scratch region resolves to null). An Internal error for
+// a region outside its buffer: regions come from our own planner, but a
+// bounds check turns a planner bug into an error instead of memory
+// corruption.
+Status ResolveRegion(const Region& r, const std::vector<RankBuffers>& buffers, std::vector<uint8_t>* scratch,
+                     uint8_t** out);
+
 }  // namespace baton

@@ -14,23 +14,6 @@ struct Touch {
   bool write = false;
 };
 
-Status Resolve(const Region& r, const std::vector<RankBuffers>& buffers, const uint8_t** out) {
-  *out = nullptr;
-  if (r.buf == BufKind::kScratch || r.bytes == 0) return Status::Ok();  // scratch is never staged
-  if (r.rank < 0 || static_cast<size_t>(r.rank) >= buffers.size()) {
-    return Status::Internal("schedule names rank " + std::to_string(r.rank) + " outside the communicator");
-  }
-  const RankBuffers& b = buffers[r.rank];
-  const uint8_t* base = r.buf == BufKind::kSend ? b.send : b.recv;
-  const uint64_t size = r.buf == BufKind::kSend ? b.send_bytes : b.recv_bytes;
-  if (base == nullptr || r.offset > size || r.bytes > size - r.offset) {
-    return Status::Internal("schedule region outside its buffer (rank " + std::to_string(r.rank) + ", offset " +
-                            std::to_string(r.offset) + ", bytes " + std::to_string(r.bytes) + ")");
-  }
-  *out = base + r.offset;
-  return Status::Ok();
-}
-
 Status CollectTouches(const Schedule& schedule, const std::vector<RankBuffers>& buffers, std::vector<Touch>* out) {
   for (size_t p = 0; p < schedule.phases.size(); ++p) {
     for (const Step& s : schedule.phases[p].steps) {
@@ -39,12 +22,13 @@ Status CollectTouches(const Schedule& schedule, const std::vector<RankBuffers>& 
       const bool reads_src = s.kind == StepKind::kCopy || s.kind == StepKind::kReduce || s.kind == StepKind::kSend ||
                              (s.kind == StepKind::kRecvReduce && s.src.bytes > 0);
       const bool writes_dst = s.kind != StepKind::kSend;
-      const uint8_t* p_src = nullptr;
-      const uint8_t* p_dst = nullptr;
-      if (reads_src) BATON_RETURN_IF_ERROR(Resolve(s.src, buffers, &p_src));
-      if (writes_dst) BATON_RETURN_IF_ERROR(Resolve(s.dst, buffers, &p_dst));
-      if (p_src != nullptr) out->push_back({p_src, s.src.bytes, static_cast<uint32_t>(p), false});
-      if (p_dst != nullptr) out->push_back({p_dst, s.dst.bytes, static_cast<uint32_t>(p), true});
+      // Scratch (resolved to null) is never staged.
+      uint8_t* p_src = nullptr;
+      uint8_t* p_dst = nullptr;
+      if (reads_src) BATON_RETURN_IF_ERROR(ResolveRegion(s.src, buffers, nullptr, &p_src));
+      if (writes_dst) BATON_RETURN_IF_ERROR(ResolveRegion(s.dst, buffers, nullptr, &p_dst));
+      if (p_src != nullptr && s.src.bytes > 0) out->push_back({p_src, s.src.bytes, static_cast<uint32_t>(p), false});
+      if (p_dst != nullptr && s.dst.bytes > 0) out->push_back({p_dst, s.dst.bytes, static_cast<uint32_t>(p), true});
     }
   }
   return Status::Ok();

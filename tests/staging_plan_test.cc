@@ -227,7 +227,7 @@ TEST(StagingPlan, ARegionOutsideItsBufferIsAnError) {
   StagingPlan plan;
   const Status st = PlanStaging(s, buffers, {{mem.data(), nullptr, 32, 0, true}}, &plan);
   EXPECT_EQ(st.code(), Code::kInternalError);
-  EXPECT_NE(st.message().find("outside its buffer (rank 0, offset 16, bytes 32)"), std::string::npos)
+  EXPECT_NE(st.message().find("outside its buffer (rank 0, offset 16, bytes 32, buffer 32)"), std::string::npos)
       << st.ToString();
 }
 
