@@ -1,7 +1,6 @@
 #include "daemon/staging_plan.h"
 
 #include <algorithm>
-#include <string>
 
 namespace baton {
 namespace {
