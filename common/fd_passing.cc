@@ -43,7 +43,9 @@ Status SendWithFds(int sock, const void* data, size_t len, const std::vector<int
   }
 }
 
-Status RecvWithFds(int sock, void* data, size_t cap, size_t* len, std::vector<UniqueFd>* fds) {
+Status RecvWithFds(int sock, void* data, size_t cap, size_t* len, std::vector<UniqueFd>* fds, bool* would_block) {
+  *len = 0;
+  if (would_block != nullptr) *would_block = false;
   iovec iov{data, cap};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -53,8 +55,12 @@ Status RecvWithFds(int sock, void* data, size_t cap, size_t* len, std::vector<Un
   msg.msg_controllen = sizeof ctrl;
   ssize_t n;
   do {
-    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (would_block != nullptr ? MSG_DONTWAIT : 0));
   } while (n < 0 && errno == EINTR);
+  if (n < 0 && would_block != nullptr && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    *would_block = true;
+    return Status::Ok();
+  }
   if (n < 0) return Status::Errno("recvmsg", errno);
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;

@@ -3,7 +3,8 @@
 // Control messages travel over a Unix SOCK_SEQPACKET socket as fixed-size
 // structs (one message per packet; the daemon checks type and exact size
 // before reading a field). Memory segments and the submission ring are
-// memfds that the daemon creates and passes with SCM_RIGHTS.
+// memfds that the daemon creates and passes with SCM_RIGHTS. The client
+// passes an fd only with RegisterDevice (a GPU allocation).
 //
 // Collectives do not use the socket: the client writes a Descriptor into the
 // submission ring in shared memory, bumps `tail` and writes the doorbell
@@ -26,8 +27,8 @@
 // A client that scribbles on them only delays its own operations.
 //
 // GPU buffers (docs/gpu.md): the client registers each device allocation
-// once (RegisterDevice, a CUDA IPC handle) and names it in descriptors like
-// a segment. A stream-ordered descriptor (kDescStreamOrdered) also uses
+// once (RegisterDevice: a CUDA IPC handle, or the allocation itself as a
+// POSIX fd with SCM_RIGHTS) and names it in descriptors like a segment. A stream-ordered descriptor (kDescStreamOrdered) also uses
 // three words of its Completion slot, which the client has registered with
 // CUDA: its stream writes stream_ready when it reaches the operation,
 // waits for batond's stream_done, then writes stream_released.
@@ -39,7 +40,7 @@
 
 namespace baton::ipc {
 
-inline constexpr uint32_t kProtocolVersion = 4;
+inline constexpr uint32_t kProtocolVersion = 5;
 inline constexpr size_t kMaxMessage = 4096;
 
 enum class MsgType : uint32_t {
@@ -115,13 +116,20 @@ struct CommFailedRequest {
   char message[1024];  // the rank's error, NUL-terminated
 };
 
-// Registers a device allocation (opened once by batond with CUDA IPC); the
-// reply's value is its segment id, released with MemFree.
+// Registers a device allocation, opened once by batond; the reply's value
+// is its segment id, released with MemFree. The only request that carries
+// a file descriptor: exactly one with kSharePosixFd, none otherwise.
+enum DeviceSharing : uint32_t {
+  kShareCudaIpc = 0,  // ipc_handle: cudaIpcMemHandle_t of a cudaMalloc allocation
+  kSharePosixFd = 1,  // the fd: a cuMemCreate allocation (cuMemExportToShareableHandle)
+};
 struct RegisterDeviceRequest {
   MsgHeader h;
-  uint8_t ipc_handle[64];   // cudaIpcMemHandle_t of the allocation
+  uint8_t ipc_handle[64];   // kShareCudaIpc only
   uint8_t device_uuid[16];  // the device it is on (ordinals differ between processes)
-  uint64_t size;            // bytes of the allocation
+  uint64_t size;            // bytes of the allocation (kSharePosixFd: of its mapping, from its start)
+  uint32_t sharing;         // DeviceSharing
+  uint32_t reserved;
 };
 
 // The one reply type. Fds (ring + doorbell for Hello, the segment for

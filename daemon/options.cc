@@ -73,6 +73,12 @@ options:
                          reducing its share of the vector, or gathered, every
                          reduction on the first rank's GPU (default auto: spread
                          when the ranks are on more than one GPU)
+  --device-sharing any|fd-only
+                         GPU memory clients may register: any (default), or
+                         fd-only: only allocations passed as file descriptors
+                         (baton_mem_alloc_device, cuMemCreate shareable as a
+                         POSIX fd), refusing cudaMalloc memory, whose CUDA IPC
+                         handle does not prove the client owns it (security.md)
   --sockets-per-peer N   TCP connections to each peer node per communicator for
                          collective data, 1..16 (default 2; $BATON_NSOCKS); messages of
                          256 KiB and more are striped across them. Nodes agree on
@@ -156,7 +162,7 @@ const char* const kConfigKeys[] = {"socket", "listen", "advertise", "grpc", "ren
                                    "max-client-memory", "max-user-memory", "max-client-comms", "max-user-comms", "max-user-clients", "max-p2p-buffer",
                                    "allow-users", "allow-groups", "tls-cert", "tls-key", "tls-ca", "admin-cns",
                                    "socket-mode", "timeout", "straggler-warning", "heartbeat",
-                                   "peer-timeout", "flight-records", "progress-spin-us", "fast-path-max-bytes", "gpu-collectives", "gpu-allreduce", "sockets-per-peer", "tcp-congestion", "tcp-buffer-bytes", "reduce-threads", "trace-dir", "socket-ifname",
+                                   "peer-timeout", "flight-records", "progress-spin-us", "fast-path-max-bytes", "gpu-collectives", "gpu-allreduce", "device-sharing", "sockets-per-peer", "tcp-congestion", "tcp-buffer-bytes", "reduce-threads", "trace-dir", "socket-ifname",
                                    "topo-dump-file", "sysfs-root", "debug", "debug-subsys", "debug-file",
                                    "ib-hca"};
 
@@ -349,6 +355,11 @@ Status ParseDaemonOptions(int argc, char** argv, DaemonOptions* out) {
       if (!ParseGpuAllReduceShape(v, &o.gpu_allreduce)) {
         return Status::InvalidArgument("--gpu-allreduce '" + v + "': say auto, spread or gathered");
       }
+    } else if (arg == "--device-sharing") {
+      std::string v;
+      BATON_RETURN_IF_ERROR(next(&v));
+      if (v != "any" && v != "fd-only") return Status::InvalidArgument("--device-sharing '" + v + "': say any or fd-only");
+      o.device_sharing = v == "any" ? DeviceSharingPolicy::kAny : DeviceSharingPolicy::kFdOnly;
     } else if (arg == "--ready-file") {
       BATON_RETURN_IF_ERROR(next(&o.ready_file));
     } else if (arg == "--node-name") {
@@ -454,6 +465,7 @@ std::string PrintConfig(const DaemonOptions& o) {
       {"fast-path-max-bytes", std::to_string(o.fast_path_max_bytes)},
       {"gpu-collectives", o.gpu_collectives ? "on" : "off"},
       {"gpu-allreduce", GpuAllReduceShapeName(o.gpu_allreduce)},
+      {"device-sharing", o.device_sharing == DeviceSharingPolicy::kAny ? "any" : "fd-only"},
       {"sockets-per-peer", std::to_string(o.sockets_per_peer)},
       {"reduce-threads", std::to_string(o.reduce_threads)},
       {"trace-dir", o.trace_dir},

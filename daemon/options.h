@@ -12,6 +12,12 @@
 
 namespace baton {
 
+// Which GPU allocations clients may register (--device-sharing).
+enum class DeviceSharingPolicy {
+  kAny,     // CUDA IPC handles (cudaMalloc) and file descriptors (cuMemCreate)
+  kFdOnly,  // file descriptors only: a handle proves nothing, an fd proves ownership
+};
+
 struct DaemonOptions {
   std::string socket_path = "/run/baton/batond.sock";  // client sessions (Unix socket)
   std::string listen = "127.0.0.1:7100";                 // data connections from peer daemons
@@ -41,6 +47,7 @@ struct DaemonOptions {
   uint64_t fast_path_max_bytes = 16384;                  // small blocking collectives within a node skip batond
   bool gpu_collectives = true;                           // all-GPU collectives within a node run on the GPUs
   GpuAllReduceShape gpu_allreduce = GpuAllReduceShape::kAuto;  // their AllReduce's shape (spread_allreduce.h)
+  DeviceSharingPolicy device_sharing = DeviceSharingPolicy::kAny;  // GPU memory clients may register
   std::string tcp_congestion;                            // data connections' congestion control ("": the system's)
   uint64_t tcp_buffer_bytes = 4 << 20;                   // data connections' SO_SNDBUF/SO_RCVBUF (0: kernel autotuning)
   int sockets_per_peer = 2;                              // TCP connections per peer node for collectives

@@ -70,21 +70,34 @@ void Session::Start() {
 }
 
 void Session::ReadNext() {
-  socket_.async_receive(boost::asio::buffer(inbox_), receive_flags_, [self = shared_from_this()](const boost::system::error_code& ec,
-                                                                                 size_t len) {
-    if (ec || len == 0) {
-      self->Close(ec ? ec.message() : "disconnected");
+  // Waits for readability and then reads the packet itself: asio's receive
+  // cannot take the file descriptors a RegisterDevice carries.
+  socket_.async_wait(Socket::wait_read, [self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec) {
+      self->Close(ec.message());
       return;
     }
-    self->Dispatch(len);
+    size_t len = 0;
+    bool would_block = false;
+    std::vector<UniqueFd> fds;
+    Status st = RecvWithFds(self->socket_.native_handle(), self->inbox_.data(), self->inbox_.size(), &len, &fds,
+                            &would_block);
+    if (!st.ok() || (len == 0 && !would_block)) {
+      self->Close(st.ok() ? "disconnected" : st.message());
+      return;
+    }
+    if (!would_block) self->Dispatch(len, std::move(fds));
     if (!self->closed_) self->ReadNext();
   });
 }
 
-void Session::Dispatch(size_t len) {
+void Session::Dispatch(size_t len, std::vector<UniqueFd> fds) {
   if (len < sizeof(ipc::MsgHeader)) return Close("runt message");
   ipc::MsgHeader h;
   std::memcpy(&h, inbox_.data(), sizeof h);
+  if (!fds.empty() && static_cast<ipc::MsgType>(h.type) != ipc::MsgType::kRegisterDevice) {
+    return Close("a file descriptor came with a request that takes none (type " + std::to_string(h.type) + ")");
+  }
   // Every request is a fixed-size struct: anything else is a protocol error.
   auto as = [&](auto* req) {
     if (len != sizeof(*req)) return false;
@@ -112,7 +125,7 @@ void Session::Dispatch(size_t len) {
     case ipc::MsgType::kRegisterDevice: {
       ipc::RegisterDeviceRequest req;
       if (!as(&req)) return Close("bad RegisterDevice size");
-      return OnRegisterDevice(req);
+      return OnRegisterDevice(req, std::move(fds));
     }
     case ipc::MsgType::kCommInit: {
       auto req = std::make_unique<ipc::CommInitRequest>();
@@ -255,14 +268,36 @@ void Session::OnMemFree(const ipc::MemFreeRequest& req) {
   Reply(req.h.request_id, Status::Ok());
 }
 
-void Session::OnRegisterDevice(const ipc::RegisterDeviceRequest& req) {
-  gpu::IpcHandle handle;
+void Session::OnRegisterDevice(const ipc::RegisterDeviceRequest& req, std::vector<UniqueFd> fds) {
   gpu::DeviceUuid uuid;
-  std::memcpy(handle.data(), req.ipc_handle, handle.size());
   std::memcpy(uuid.data(), req.device_uuid, uuid.size());
+  const bool as_fd = req.sharing == ipc::kSharePosixFd;
+  if (req.sharing != ipc::kShareCudaIpc && !as_fd) {
+    return Reply(req.h.request_id, Status::InvalidArgument("RegisterDevice: unknown sharing " +
+                                                           std::to_string(req.sharing) +
+                                                           " (0: CUDA IPC handle, 1: file descriptor)"));
+  }
+  if (fds.size() != (as_fd ? 1u : 0u)) {
+    return Reply(req.h.request_id,
+                 Status::InvalidArgument("RegisterDevice: " + std::string(as_fd ? "a cuMemCreate allocation" : "a CUDA IPC handle") +
+                                         " comes with " + (as_fd ? "exactly one file descriptor" : "no file descriptor") +
+                                         ", not " + std::to_string(fds.size())));
+  }
+  if (!as_fd && env_.options->device_sharing == DeviceSharingPolicy::kFdOnly) {
+    return Reply(req.h.request_id,
+                 Status::PermissionDenied(
+                     "GPU buffer of " + Who() + ": this batond accepts only GPU memory passed as a file descriptor "
+                     "(--device-sharing fd-only), and this buffer is from cudaMalloc, shared as a CUDA IPC handle; "
+                     "allocate it with baton_mem_alloc_device, or with cuMemCreate and requestedHandleTypes = "
+                     "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"));
+  }
+  gpu::IpcHandle handle;
+  std::memcpy(handle.data(), req.ipc_handle, handle.size());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = device_by_handle_.find(handle); it != device_by_handle_.end()) {
+    // The same CUDA IPC handle cannot be opened twice in one process: reuse
+    // it. (Each fd is a new import; the client library caches them.)
+    if (auto it = device_by_handle_.find(handle); !as_fd && it != device_by_handle_.end()) {
       const uint64_t id = it->second;
       if (req.size <= device_segments_.at(id)->size()) return Reply(req.h.request_id, Status::Ok(), id);
     }
@@ -274,16 +309,19 @@ void Session::OnRegisterDevice(const ipc::RegisterDeviceRequest& req) {
     }
   }
   std::unique_ptr<gpu::DeviceSegment> opened;
-  Status st = gpu::DeviceSegment::Open(handle, uuid, req.size, &opened);
+  Status st = as_fd ? gpu::DeviceSegment::Import(fds[0].get(), uuid, req.size, &opened)
+                    : gpu::DeviceSegment::Open(handle, uuid, req.size, &opened);
+  fds.clear();  // the mapping, if any, holds the memory now
   if (!st.ok()) return Reply(req.h.request_id, st.WithContext("GPU buffer of " + Who() + ": "));
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);
     id = next_segment_++;
     device_segments_[id] = std::move(opened);
-    device_by_handle_[handle] = id;
+    if (!as_fd) device_by_handle_[handle] = id;
   }
-  BATON_DEBUG(kAlloc, "client {}: GPU allocation {} of {} bytes", Who(), id, req.size);
+  BATON_DEBUG(kAlloc, "client {}: GPU allocation {} of {} bytes ({})", Who(), id, req.size,
+              as_fd ? "file descriptor" : "CUDA IPC handle");
   Reply(req.h.request_id, Status::Ok(), id);
 }
 

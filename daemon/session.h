@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/asio.h"
 #include "common/ipc_protocol.h"
@@ -69,11 +70,12 @@ class Session : public std::enable_shared_from_this<Session>, public SubmissionS
   Membership FindComm(uint64_t handle);
 
   void ReadNext();
-  void Dispatch(size_t len);
+  // `fds`: what came with the message (SCM_RIGHTS); only RegisterDevice takes one.
+  void Dispatch(size_t len, std::vector<UniqueFd> fds);
   void OnHello(const ipc::HelloRequest& req);
   void OnMemAlloc(const ipc::MemAllocRequest& req);
   void OnMemFree(const ipc::MemFreeRequest& req);
-  void OnRegisterDevice(const ipc::RegisterDeviceRequest& req);
+  void OnRegisterDevice(const ipc::RegisterDeviceRequest& req, std::vector<UniqueFd> fds);
   void OnCommInit(const ipc::CommInitRequest& req);
   void OnCommSplit(const ipc::CommSplitRequest& req);
   void OnCommDestroy(const ipc::CommDestroyRequest& req);
@@ -130,7 +132,6 @@ class Session : public std::enable_shared_from_this<Session>, public SubmissionS
   const uint64_t id_;
   std::atomic<uint32_t>* client_count_;
   std::array<uint8_t, ipc::kMaxMessage> inbox_{};
-  boost::asio::socket_base::message_flags receive_flags_ = 0;
   bool hello_done_ = false;
   std::atomic<bool> closed_{false};  // set under ring_mu_ and mu_
 

@@ -3,11 +3,16 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
+#include "common/logging.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_support.h"
 #include "gpu/driver_api.h"
+#include "gpu/vmm_mapping.h"
 
 namespace baton::gpu {
 
@@ -41,6 +46,36 @@ Status QueryPointer(const void* p, DevicePointer* out) {
   CUdeviceptr base = 0;
   size_t size = 0;
   BATON_RETURN_IF_ERROR(FromCuDriver(api->mem_get_address_range(&base, &size, ptr), "cuMemGetAddressRange"));
+  out->sharing = Sharing::kCudaIpc;
+  unsigned int legacy = 1;  // a driver that cannot say: assume cudaMalloc memory, as before CUDA 11
+  api->pointer_get_attribute(&legacy, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, ptr);
+  if (legacy == 0) {
+    CUmemoryPool pool = nullptr;
+    api->pointer_get_attribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, ptr);
+    if (pool != nullptr) {
+      return Status::InvalidArgument("the buffer comes from a cudaMallocAsync memory pool, which batond cannot "
+                                     "open; use cudaMalloc, cuMemCreate (shareable as a POSIX fd) or "
+                                     "baton_mem_alloc_device");
+    }
+    unsigned int handle_types = 0;
+    api->pointer_get_attribute(&handle_types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, ptr);
+    if ((handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0) {
+      return Status::InvalidArgument("the buffer is cuMemCreate memory that cannot be exported as a POSIX file "
+                                     "descriptor, so batond cannot open it; create it with requestedHandleTypes = "
+                                     "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, or use baton_mem_alloc_device");
+    }
+    // The unit batond maps is the mapping the pointer lies in (one
+    // cuMemCreate allocation), not the whole reserved address range.
+    CUdeviceptr mapping = 0;
+    size_t mapping_size = 0;
+    BATON_RETURN_IF_ERROR(FromCuDriver(
+        api->pointer_get_attribute(&mapping, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, ptr), "mapping of a pointer"));
+    BATON_RETURN_IF_ERROR(FromCuDriver(
+        api->pointer_get_attribute(&mapping_size, CU_POINTER_ATTRIBUTE_MAPPING_SIZE, ptr), "mapping size of a pointer"));
+    base = mapping;
+    size = mapping_size;
+    out->sharing = Sharing::kPosixFd;
+  }
   out->on_device = true;
   out->device = ordinal;
   out->buffer_id = id;
@@ -58,27 +93,53 @@ bool StillAllocated(uintptr_t base, uint64_t buffer_id) {
          id == buffer_id;
 }
 
-Status ExportAllocation(const DevicePointer& ptr, IpcHandle* handle, DeviceUuid* uuid) {
+Status ExportAllocation(const DevicePointer& ptr, ExportedAllocation* out) {
   const DriverApi* api = nullptr;
   BATON_RETURN_IF_ERROR(GetDriverApi(&api));
   const auto base = static_cast<CUdeviceptr>(ptr.base);
   ScopedContext scoped(*api, base);
   BATON_RETURN_IF_ERROR(scoped.status());
-  CUipcMemHandle h{};
-  BATON_RETURN_IF_ERROR(FromCuDriver(api->ipc_get_mem_handle(&h, base),
-                                     "cuIpcGetMemHandle (memory from cudaMallocAsync pools or cuMemCreate without "
-                                     "a shareable handle type cannot be exported; use cudaMalloc or "
-                                     "baton_mem_alloc_device)"));
-  static_assert(sizeof h == sizeof(IpcHandle));
-  std::memcpy(handle->data(), &h, sizeof h);
+  if (ptr.sharing == Sharing::kPosixFd) {
+    CUmemGenericAllocationHandle allocation = 0;
+    BATON_RETURN_IF_ERROR(FromCuDriver(api->mem_retain_allocation_handle(&allocation, reinterpret_cast<void*>(base)),
+                                       "cuMemRetainAllocationHandle"));
+    int fd = -1;
+    Status exported = FromCuDriver(
+        api->mem_export_to_shareable_handle(&fd, allocation, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+        "exporting the GPU allocation as a file descriptor (cuMemExportToShareableHandle)");
+    api->mem_release(allocation);  // the reference cuMemRetainAllocationHandle took
+    BATON_RETURN_IF_ERROR(exported);
+    out->fd = UniqueFd(fd);
+  } else {
+    CUipcMemHandle h{};
+    BATON_RETURN_IF_ERROR(FromCuDriver(api->ipc_get_mem_handle(&h, base),
+                                       "cuIpcGetMemHandle (memory from cudaMallocAsync pools or cuMemCreate cannot "
+                                       "be exported this way; use cudaMalloc or baton_mem_alloc_device)"));
+    static_assert(sizeof h == sizeof(IpcHandle));
+    std::memcpy(out->ipc_handle.data(), &h, sizeof h);
+  }
   CUdevice device = 0;
   BATON_RETURN_IF_ERROR(FromCuDriver(api->device_get(&device, ptr.device), "cuDeviceGet"));
   CUuuid id{};
   BATON_RETURN_IF_ERROR(FromCuDriver(api->device_get_uuid(&id, device), "cuDeviceGetUuid"));
   static_assert(sizeof id == sizeof(DeviceUuid));
-  std::memcpy(uuid->data(), &id, sizeof id);
+  std::memcpy(out->uuid.data(), &id, sizeof id);
   return Status::Ok();
 }
+
+namespace {
+
+// AllocateDevice's cuMemCreate allocations, by address, until FreeDevice.
+struct MappedAllocations {
+  std::mutex mu;
+  std::map<uintptr_t, std::unique_ptr<VmmMapping>> by_address;
+};
+MappedAllocations& Mapped() {
+  static auto* mapped = new MappedAllocations;  // never destroyed: frees may come from static destructors
+  return *mapped;
+}
+
+}  // namespace
 
 Status AllocateDevice(int device, uint64_t bytes, void** out) {
   BATON_RETURN_IF_ERROR(RequireCuda("baton_mem_alloc_device"));
@@ -90,12 +151,40 @@ Status AllocateDevice(int device, uint64_t bytes, void** out) {
   BATON_RETURN_IF_ERROR(GetDriverApi(&api));
   PreserveCurrentContext keep(*api);
   BATON_CUDA_RETURN_IF_ERROR(cudaSetDevice(device), "cudaSetDevice");
+  if (SupportsShareableVmm(device)) {
+    std::unique_ptr<VmmMapping> mapping;
+    Status st = VmmMapping::Create(device, bytes, /*shareable=*/true, &mapping);
+    if (st.ok()) {
+      *out = mapping->data();
+      std::lock_guard<std::mutex> lock(Mapped().mu);
+      Mapped().by_address[reinterpret_cast<uintptr_t>(*out)] = std::move(mapping);
+      return Status::Ok();
+    }
+    // A device that claims the support but whose driver (or sandbox)
+    // refuses it: cudaMalloc memory serves as well, through CUDA IPC.
+    static std::once_flag told;
+    std::call_once(told, [&] {
+      BATON_WARN("baton_mem_alloc_device: {}; using cudaMalloc (legacy CUDA IPC) instead", st.ToString());
+    });
+  }
   return FromCuda(cudaMalloc(out, bytes), "cudaMalloc of " + std::to_string(bytes) + " bytes");
 }
 
 Status FreeDevice(void* p) {
   const DriverApi* api = nullptr;
   BATON_RETURN_IF_ERROR(GetDriverApi(&api));
+  std::unique_ptr<VmmMapping> mapping;
+  {
+    std::lock_guard<std::mutex> lock(Mapped().mu);
+    if (auto it = Mapped().by_address.find(reinterpret_cast<uintptr_t>(p)); it != Mapped().by_address.end()) {
+      mapping = std::move(it->second);
+      Mapped().by_address.erase(it);
+    }
+  }
+  if (mapping != nullptr) {
+    mapping.reset();  // unmaps; the memory goes once batond has unmapped it too
+    return Status::Ok();
+  }
   PreserveCurrentContext keep(*api);
   return FromCuda(cudaFree(p), "cudaFree");
 }

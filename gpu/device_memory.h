@@ -1,39 +1,56 @@
 // Device memory as the client library sees it: telling device pointers from
 // host ones, allocating memory the daemon can open, and exporting an
-// allocation for the daemon (CUDA IPC).
+// allocation for the daemon (docs/gpu.md, "Which memory batond accepts").
 #pragma once
 
 #include <array>
 #include <cstdint>
 
 #include "common/status.h"
+#include "common/unique_fd.h"
 
 namespace baton::gpu {
 
 using IpcHandle = std::array<uint8_t, 64>;   // cudaIpcMemHandle_t, as bytes
 using DeviceUuid = std::array<uint8_t, 16>;  // names a device across processes (ordinals differ per process)
 
+// How an allocation reaches batond (the wire value of RegisterDeviceRequest).
+enum class Sharing : uint32_t {
+  kCudaIpc = 0,  // cudaMalloc memory: a legacy CUDA IPC handle, 64 bytes
+  kPosixFd = 1,  // cuMemCreate memory exportable as a POSIX fd, passed over the Unix socket
+};
+
 struct DevicePointer {
   bool on_device = false;  // false: host memory (always, without CUDA)
   int device = -1;
   uint64_t buffer_id = 0;  // the driver's id of the allocation; never reused within a process
-  uintptr_t base = 0;      // the allocation holding the pointer
+  uintptr_t base = 0;      // the allocation holding the pointer (for cuMemCreate memory: its mapping)
   uint64_t size = 0;
+  Sharing sharing = Sharing::kCudaIpc;
 };
 
-// Classifies `p`. Host memory (pageable or pinned) gives on_device = false;
-// managed memory is refused (CUDA IPC cannot share it).
+// Classifies `p`. Host memory (pageable or pinned) gives on_device = false.
+// Refused with the reason: managed memory, cudaMallocAsync pools, and
+// cuMemCreate memory that cannot be exported as a POSIX fd.
 Status QueryPointer(const void* p, DevicePointer* out);
 
 // False once the allocation `buffer_id` that started at `base` is gone
 // (freed, or the address now belongs to another allocation).
 bool StillAllocated(uintptr_t base, uint64_t buffer_id);
 
-// The IPC handle of the allocation and the UUID of its device.
-Status ExportAllocation(const DevicePointer& ptr, IpcHandle* handle, DeviceUuid* uuid);
+// What batond needs to open an allocation.
+struct ExportedAllocation {
+  IpcHandle ipc_handle{};  // Sharing::kCudaIpc
+  UniqueFd fd;             // Sharing::kPosixFd
+  DeviceUuid uuid{};       // the device it is on
+};
+Status ExportAllocation(const DevicePointer& ptr, ExportedAllocation* out);
 
-// cudaMalloc on `device`: memory CUDA IPC can share by construction.
+// Memory for baton_mem_alloc_device on `device`: from cuMemCreate,
+// exportable as a POSIX fd, where the device supports that; from cudaMalloc
+// otherwise. Either way batond can open it.
 Status AllocateDevice(int device, uint64_t bytes, void** out);
+// Frees memory from AllocateDevice.
 Status FreeDevice(void* p);
 
 }  // namespace baton::gpu

@@ -9,6 +9,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_support.h"
 #include "gpu/driver_api.h"
+#include "gpu/vmm_mapping.h"
 
 namespace baton::gpu {
 
@@ -53,7 +54,26 @@ Status DeviceSegment::Open(const IpcHandle& handle, const DeviceUuid& uuid, uint
   return Status::Ok();
 }
 
+Status DeviceSegment::Import(int fd, const DeviceUuid& uuid, uint64_t claimed_size,
+                             std::unique_ptr<DeviceSegment>* out) {
+  int device = -1;
+  BATON_RETURN_IF_ERROR(FindDevice(uuid, &device));
+  BATON_CUDA_RETURN_IF_ERROR(cudaSetDevice(device), "cudaSetDevice");
+  std::unique_ptr<VmmMapping> mapping;
+  BATON_RETURN_IF_ERROR(VmmMapping::Import(fd, device, claimed_size, &mapping)
+                            .WithContext("opening the client's GPU allocation passed as a file descriptor: "));
+  std::unique_ptr<DeviceSegment> segment(new DeviceSegment(mapping->data(), mapping->size(), device));
+  segment->mapping_ = std::move(mapping);
+  *out = std::move(segment);
+  return Status::Ok();
+}
+
 DeviceSegment::~DeviceSegment() {
+  if (mapping_ != nullptr) {
+    (void)cudaSetDevice(device_);  // unmap with the device's context current
+    mapping_.reset();
+    return;
+  }
   if (cudaSetDevice(device_) != cudaSuccess || cudaIpcCloseMemHandle(data_) != cudaSuccess) {
     BATON_WARN("closing a client's GPU buffer failed: {}", cudaGetErrorString(cudaGetLastError()));
   }

@@ -1,7 +1,9 @@
-// DeviceSegment: a client's GPU allocation opened in batond through CUDA
-// IPC, closed on destruction. Opening is expensive (it maps the memory into
-// this process), so a session opens each allocation once and keeps it until
-// the client frees it or disconnects.
+// DeviceSegment: a client's GPU allocation opened in batond, closed on
+// destruction. Two ways in (gpu/device_memory.h, Sharing): a legacy CUDA
+// IPC handle (cudaMalloc memory), or a POSIX fd of a cuMemCreate
+// allocation, which batond maps itself (gpu/vmm_mapping.h). Opening is
+// expensive (it maps the memory into this process), so a session opens each
+// allocation once and keeps it until the client frees it or disconnects.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 
 #include "common/status.h"
 #include "gpu/device_memory.h"
+#include "gpu/vmm_mapping.h"
 
 namespace baton::gpu {
 
@@ -19,6 +22,9 @@ class DeviceSegment {
   // the driver reports after opening.
   static Status Open(const IpcHandle& handle, const DeviceUuid& uuid, uint64_t claimed_size,
                      std::unique_ptr<DeviceSegment>* out);
+  // Maps the first `claimed_size` bytes of the cuMemCreate allocation the
+  // client passed as `fd`, on the device named `uuid`.
+  static Status Import(int fd, const DeviceUuid& uuid, uint64_t claimed_size, std::unique_ptr<DeviceSegment>* out);
   ~DeviceSegment();
   DeviceSegment(const DeviceSegment&) = delete;
   DeviceSegment& operator=(const DeviceSegment&) = delete;
@@ -33,6 +39,7 @@ class DeviceSegment {
   uint8_t* data_;
   uint64_t size_;
   int device_;
+  std::unique_ptr<VmmMapping> mapping_;  // Import; null for a CUDA IPC handle
 };
 
 // This process's ordinal of the device named `uuid`.

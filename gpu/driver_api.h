@@ -30,6 +30,27 @@ struct DriverApi {
   CUresult (*mem_host_get_device_pointer)(CUdeviceptr* dptr, void* p, unsigned flags) = nullptr;
   CUresult (*stream_write_value32)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned flags) = nullptr;
   CUresult (*stream_wait_value32)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned flags) = nullptr;
+  CUresult (*device_get_attribute)(int* value, CUdevice_attribute attribute, CUdevice device) = nullptr;
+  // Virtual memory management (cuMemCreate allocations, shared as POSIX fds).
+  CUresult (*mem_create)(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                         unsigned long long flags) = nullptr;
+  CUresult (*mem_release)(CUmemGenericAllocationHandle handle) = nullptr;
+  CUresult (*mem_retain_allocation_handle)(CUmemGenericAllocationHandle* handle, void* addr) = nullptr;
+  CUresult (*mem_export_to_shareable_handle)(void* shareable, CUmemGenericAllocationHandle handle,
+                                             CUmemAllocationHandleType type, unsigned long long flags) = nullptr;
+  CUresult (*mem_import_from_shareable_handle)(CUmemGenericAllocationHandle* handle, void* shareable,
+                                               CUmemAllocationHandleType type) = nullptr;
+  CUresult (*mem_get_allocation_properties_from_handle)(CUmemAllocationProp* prop,
+                                                        CUmemGenericAllocationHandle handle) = nullptr;
+  CUresult (*mem_get_allocation_granularity)(size_t* granularity, const CUmemAllocationProp* prop,
+                                             CUmemAllocationGranularity_flags option) = nullptr;
+  CUresult (*mem_address_reserve)(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                  unsigned long long flags) = nullptr;
+  CUresult (*mem_address_free)(CUdeviceptr ptr, size_t size) = nullptr;
+  CUresult (*mem_map)(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                      unsigned long long flags) = nullptr;
+  CUresult (*mem_unmap)(CUdeviceptr ptr, size_t size) = nullptr;
+  CUresult (*mem_set_access)(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) = nullptr;
 };
 
 // The entry points, or Unavailable when the driver lacks one.

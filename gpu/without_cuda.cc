@@ -11,6 +11,7 @@
 #include "gpu/reduce_kernels.h"
 #include "gpu/step_runner.h"
 #include "gpu/stream_flags.h"
+#include "gpu/vmm_mapping.h"
 
 namespace baton::gpu {
 
@@ -28,7 +29,7 @@ Status QueryPointer(const void*, DevicePointer* out) {
   return Status::Ok();
 }
 bool StillAllocated(uintptr_t, uint64_t) { return false; }
-Status ExportAllocation(const DevicePointer&, IpcHandle*, DeviceUuid*) { return RequireCuda("a device buffer"); }
+Status ExportAllocation(const DevicePointer&, ExportedAllocation*) { return RequireCuda("a device buffer"); }
 Status AllocateDevice(int, uint64_t, void**) { return RequireCuda("baton_mem_alloc_device"); }
 Status FreeDevice(void*) { return RequireCuda("freeing device memory"); }
 
@@ -36,7 +37,14 @@ Status FindDevice(const DeviceUuid&, int*) { return RequireCuda("a device buffer
 Status DeviceSegment::Open(const IpcHandle&, const DeviceUuid&, uint64_t, std::unique_ptr<DeviceSegment>*) {
   return RequireCuda("a device buffer");
 }
+Status DeviceSegment::Import(int, const DeviceUuid&, uint64_t, std::unique_ptr<DeviceSegment>*) {
+  return RequireCuda("a device buffer");
+}
 DeviceSegment::~DeviceSegment() = default;
+
+// DeviceSegment's mapping_ is never set here; its destructor is needed all the same.
+VmmMapping::~VmmMapping() = default;
+bool SupportsShareableVmm(int) { return false; }
 
 Status CopyToHost(void*, const void*, uint64_t, int) { return RequireCuda("a device buffer"); }
 Status CopyToDevice(void*, const void*, uint64_t, int) { return RequireCuda("a device buffer"); }

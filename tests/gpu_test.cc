@@ -6,9 +6,11 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -18,6 +20,7 @@
 #include "collectives/reference.h"
 #include "gpu/cuda_support.h"
 #include "gpu/reduce_kernels.h"
+#include "gpu/vmm_mapping.h"
 #include "tests/gpu_test_kernels.h"
 #include "tests/collective_call.h"
 #include "tests/rank_threads.h"
@@ -33,17 +36,41 @@ using namespace baton::reference;
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
 
+// Where a test's device memory comes from.
+enum class Allocator {
+  kCudaMalloc,  // shared with batond as a CUDA IPC handle
+  kBaton,       // baton_mem_alloc_device: cuMemCreate shared as an fd where the device can
+  kVmm,         // the application's own cuMemCreate, exportable as a POSIX fd (as PyTorch's expandable segments)
+  kVmmPrivate,  // cuMemCreate without a shareable handle type: batond cannot open it
+};
+
 // Device memory owned by a test; freed on every path.
 struct DeviceBuffer {
   void* ptr = nullptr;
   bool from_baton = false;
+  std::unique_ptr<gpu::VmmMapping> vmm;
   ~DeviceBuffer() {
-    if (ptr == nullptr) return;
+    if (ptr == nullptr || vmm != nullptr) return;  // the mapping goes with `vmm`
     if (from_baton) {
       baton_mem_free(ptr);
     } else {
       cudaFree(ptr);
     }
+  }
+  bool Allocate(Allocator a, baton_comm_t comm, size_t bytes) {
+    from_baton = a == Allocator::kBaton;
+    switch (a) {
+      case Allocator::kCudaMalloc: return cudaMalloc(&ptr, bytes) == cudaSuccess;
+      case Allocator::kBaton: return baton_comm_mem_alloc_device(comm, &ptr, bytes, 0) == baton_success;
+      case Allocator::kVmm:
+      case Allocator::kVmmPrivate: {
+        const Status st = gpu::VmmMapping::Create(0, bytes, a == Allocator::kVmm, &vmm);
+        if (!st.ok()) ADD_FAILURE() << st.ToString();
+        ptr = st.ok() ? vmm->data() : nullptr;
+        return st.ok();
+      }
+    }
+    return false;
   }
 };
 
@@ -155,11 +182,15 @@ struct MatrixCase {
   std::vector<Placement> placement;  // per rank
   bool on_stream;
   std::vector<std::string> daemon_args = {};
+  bool fd_only = false;  // only memory batond can take as an fd (the daemon runs --device-sharing fd-only)
 };
 
 const MatrixCase kCases[] = {
     {"1node_x2_device", 1, {0, 0}, {Placement::kDevice, Placement::kDevice}, false},
     {"1node_x2_device_stream", 1, {0, 0}, {Placement::kDevice, Placement::kDevice}, true},
+    // A daemon that takes GPU memory only as file descriptors (cuMemCreate).
+    {"1node_x2_device_fd_only", 1, {0, 0}, {Placement::kDevice, Placement::kDevice}, false,
+     {"--device-sharing", "fd-only"}, true},
     // Within one node, all-device collectives run on the GPU (device_execution.h);
     // four ranks give schedules of many steps.
     {"1node_x4_device_stream", 1, {0, 0, 0, 0},
@@ -178,9 +209,10 @@ const MatrixCase kCases[] = {
 
 class GpuCollectives : public ::testing::TestWithParam<size_t> {};
 
-// Every collective on device buffers (cudaMalloc and baton_mem_alloc_device
-// alternately, in place and not), blocking or stream-ordered, checked
-// element by element; mixed placements across ranks in one collective.
+// Every collective on device buffers (from cudaMalloc, baton_mem_alloc_device
+// and the application's own cuMemCreate in turn, in place and not),
+// blocking or stream-ordered, checked element by element; mixed placements
+// across ranks in one collective.
 TEST_P(GpuCollectives, MatchReferenceElementByElement) {
   SKIP_WITHOUT_GPU();
   const MatrixCase& mc = kCases[GetParam()];
@@ -206,12 +238,10 @@ TEST_P(GpuCollectives, MatchReferenceElementByElement) {
         const auto& [sends, want, send_bytes, recv_bytes, cap] = MakeRankCase(sig, world, rank);
         DeviceBuffer dsend, drecv;
         Bytes hsend(cap), hrecv(cap, 0xCD);
-        const bool via_baton = i % 2 == 1;
-        auto alloc = [&](DeviceBuffer* b) {
-          b->from_baton = via_baton;
-          return via_baton ? baton_comm_mem_alloc_device(comm, &b->ptr, cap, 0) == baton_success
-                           : cudaMalloc(&b->ptr, cap) == cudaSuccess;
-        };
+        const Allocator allocator = mc.fd_only ? (i % 2 == 0 ? Allocator::kBaton : Allocator::kVmm)
+                                               : std::array{Allocator::kCudaMalloc, Allocator::kBaton,
+                                                            Allocator::kVmm}[i % 3];
+        auto alloc = [&](DeviceBuffer* b) { return b->Allocate(allocator, comm, cap); };
         const bool send_dev = placement != Placement::kHost;
         const bool recv_dev = placement == Placement::kDevice;
         if ((send_dev && !alloc(&dsend)) || (recv_dev && !alloc(&drecv))) {
@@ -458,6 +488,56 @@ TEST(GpuStreamOrdering, AFailedOperationReleasesTheStreamAndReportsAsyncError) {
     EXPECT_EQ(async[r], baton_mismatch) << message[r];
     EXPECT_NE(message[r].find("count"), std::string::npos) << message[r];
   }
+}
+
+// What batond cannot or may not open is refused with the reason: cuMemCreate
+// memory with no shareable handle type (anywhere), cudaMalloc memory on a
+// daemon that takes file descriptors only. On that daemon the application's
+// own shareable cuMemCreate memory works, and the result is right.
+TEST(GpuDeviceSharing, MemoryBatondCannotOrMayNotOpenIsRefusedWithTheReason) {
+  SKIP_WITHOUT_GPU();
+  constexpr size_t kCount = 1 << 20;  // above the fast path's limit: the daemon must open the buffers
+  auto run = [&](const LocalCluster& cluster, Allocator allocator, std::vector<baton_result_t>* rc,
+                 std::vector<std::string>* message) {
+    return RunRanks(cluster, {0, 0}, UniqueJob("gpu-sharing"), [&](int rank, baton_comm_t comm) {
+      cudaSetDevice(0);
+      DeviceBuffer buf;
+      ASSERT_TRUE(buf.Allocate(allocator, comm, kCount * sizeof(float)));
+      std::vector<float> host(kCount, static_cast<float>(rank + 1));
+      cudaMemcpy(buf.ptr, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice);
+      (*rc)[rank] = baton_allreduce(buf.ptr, buf.ptr, kCount, baton_float32, baton_sum, comm, nullptr);
+      (*message)[rank] = baton_get_last_error(comm);
+      if ((*rc)[rank] != baton_success) return;
+      cudaMemcpy(host.data(), buf.ptr, kCount * sizeof(float), cudaMemcpyDeviceToHost);
+      for (size_t i = 0; i < kCount; ++i) {
+        if (host[i] != 3.0f) {
+          ADD_FAILURE() << "rank " << rank << " element " << i << ": " << host[i] << ", want 3";
+          return;
+        }
+      }
+    });
+  };
+  std::vector<baton_result_t> rc(2);
+  std::vector<std::string> message(2);
+  {
+    auto cluster = StartCluster(1);
+    ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+    // Each rank's call fails in libbaton or at registration, before it is submitted.
+    ASSERT_EQ(run(*cluster, Allocator::kVmmPrivate, &rc, &message), "");
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(rc[r], baton_invalid_argument) << message[r];
+      EXPECT_NE(message[r].find("cannot be exported as a POSIX file descriptor"), std::string::npos) << message[r];
+    }
+  }
+  auto fd_only = StartCluster(1, {"--device-sharing", "fd-only"});
+  ASSERT_TRUE(fd_only->status().ok()) << fd_only->status().ToString();
+  ASSERT_EQ(run(*fd_only, Allocator::kCudaMalloc, &rc, &message), "");
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(rc[r], baton_permission_denied) << message[r];
+    EXPECT_NE(message[r].find("(--device-sharing fd-only)"), std::string::npos) << message[r];
+  }
+  ASSERT_EQ(run(*fd_only, Allocator::kVmm, &rc, &message), "");
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(rc[r], baton_success) << message[r];
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // get an error code and message, protocol violations close only that
 // client's session, and the daemon keeps serving everyone else.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,6 +17,7 @@
 
 #include "client/src/daemon_connection.h"
 #include "common/fast_path_layout.h"
+#include "common/fd_passing.h"
 #include "common/ipc_protocol.h"
 #include "common/mapping.h"
 #include "common/types.h"
@@ -182,6 +185,157 @@ TEST_F(HostileClient, DeviceRegistrationWithoutAGpuIsRefusedWithTheReason) {
   EXPECT_EQ(st.code(), Code::kUnavailable) << st.ToString();
   EXPECT_NE(st.message().find("a device buffer needs a GPU, but "), std::string::npos) << st.message();
   ExpectDaemonServes();
+}
+
+// A pipe whose write end is passed to batond: once the daemon and the test
+// have both closed their copies, the read end sees end of file. So the test
+// can tell that batond did not keep a file descriptor a client sent.
+class PassedPipe {
+ public:
+  PassedPipe() { EXPECT_EQ(::pipe2(ends_, O_CLOEXEC), 0); }
+  ~PassedPipe() {
+    ::close(ends_[0]);
+    CloseOurWriteEnd();
+  }
+  int write_end() const { return ends_[1]; }
+  void CloseOurWriteEnd() {
+    if (ends_[1] >= 0) ::close(ends_[1]);
+    ends_[1] = -1;
+  }
+  // True if every write end is closed within 10 s.
+  bool AllWriteEndsClosed() {
+    CloseOurWriteEnd();
+    pollfd p{ends_[0], POLLIN, 0};
+    char c;
+    return ::poll(&p, 1, 10000) == 1 && ::read(ends_[0], &c, 1) == 0;
+  }
+
+ private:
+  int ends_[2] = {-1, -1};
+};
+
+ipc::RegisterDeviceRequest DeviceRegistration(uint32_t sharing) {
+  ipc::RegisterDeviceRequest reg{};
+  reg.h.type = static_cast<uint32_t>(ipc::MsgType::kRegisterDevice);
+  reg.size = 1 << 21;
+  reg.sharing = sharing;
+  return reg;
+}
+
+// A cuMemCreate allocation arrives as one file descriptor. Whatever the fd
+// turns out to be (here a pipe, which no GPU can import), batond answers
+// with the reason and closes its copy; the wrong number of fds, or an
+// unknown way of sharing, is refused before anything is opened.
+TEST_F(HostileClient, DeviceRegistrationByFileDescriptorIsCheckedAndTheFdNotKept) {
+  {
+    PassedPipe pipe;
+    ipc::RegisterDeviceRequest reg = DeviceRegistration(ipc::kSharePosixFd);
+    ipc::Reply reply;
+    Status st = conn_->Call(&reg, sizeof reg, &reply, nullptr, {pipe.write_end()});
+    EXPECT_FALSE(st.ok());
+    if (!gpu::GetCudaSupport().available) {
+      EXPECT_EQ(st.code(), Code::kUnavailable) << st.ToString();
+      EXPECT_NE(st.message().find("a device buffer needs a GPU, but "), std::string::npos) << st.message();
+    } else {  // refused by the device lookup (no GPU has UUID 0) or the import
+      EXPECT_NE(st.message().find("GPU buffer of pid "), std::string::npos) << st.message();
+    }
+    EXPECT_TRUE(pipe.AllWriteEndsClosed()) << "batond kept the file descriptor of a failed registration";
+  }
+  ipc::RegisterDeviceRequest reg = DeviceRegistration(ipc::kSharePosixFd);
+  ipc::Reply reply;
+  Status st = conn_->Call(&reg, sizeof reg, &reply);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("a cuMemCreate allocation comes with exactly one file descriptor, not 0"),
+            std::string::npos)
+      << st.message();
+  {
+    PassedPipe pipe;
+    reg = DeviceRegistration(ipc::kShareCudaIpc);
+    st = conn_->Call(&reg, sizeof reg, &reply, nullptr, {pipe.write_end()});
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
+    EXPECT_NE(st.message().find("a CUDA IPC handle comes with no file descriptor, not 1"), std::string::npos)
+        << st.message();
+    EXPECT_TRUE(pipe.AllWriteEndsClosed());
+  }
+  reg = DeviceRegistration(7);
+  st = conn_->Call(&reg, sizeof reg, &reply);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("unknown sharing 7 (0: CUDA IPC handle, 1: file descriptor)"), std::string::npos)
+      << st.message();
+  ExpectDaemonServes();
+}
+
+// A file descriptor on any other request is a protocol violation: batond
+// hangs up on that client (closing the fd) and serves everyone else.
+TEST_F(HostileClient, AFileDescriptorOnAnyOtherRequestClosesTheSession) {
+  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, cluster_->socket(0).c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  PassedPipe pipe;
+  ipc::HelloRequest hello{};
+  hello.h = {static_cast<uint32_t>(ipc::MsgType::kHello), 1};
+  hello.version = ipc::kProtocolVersion;
+  ASSERT_TRUE(SendWithFds(fd, &hello, sizeof hello, {pipe.write_end()}).ok());
+  char buf[16];
+  EXPECT_EQ(::recv(fd, buf, sizeof buf, 0), 0);  // no Hello reply: the daemon hung up
+  ::close(fd);
+  EXPECT_TRUE(pipe.AllWriteEndsClosed());
+  ExpectDaemonServes();
+}
+
+// More fds on one message than any request takes (4 fit batond's buffer)
+// also end the session, and none of them is kept.
+TEST_F(HostileClient, MoreFileDescriptorsThanFitEndTheSession) {
+  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, cluster_->socket(0).c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  PassedPipe pipe;
+  ipc::RegisterDeviceRequest reg = DeviceRegistration(ipc::kSharePosixFd);
+  constexpr int kFds = 8;
+  int fds[kFds];
+  for (int& f : fds) f = pipe.write_end();
+  iovec iov{&reg, sizeof reg};
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof fds)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = ctrl;
+  msg.msg_controllen = sizeof ctrl;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof fds);
+  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+  ASSERT_EQ(::sendmsg(fd, &msg, 0), static_cast<ssize_t>(sizeof reg));
+  char buf[16];
+  EXPECT_EQ(::recv(fd, buf, sizeof buf, 0), 0);  // hung up on us without a reply
+  ::close(fd);
+  EXPECT_TRUE(pipe.AllWriteEndsClosed());
+  ExpectDaemonServes();
+}
+
+// With --device-sharing fd-only, a CUDA IPC handle is refused before batond
+// opens anything, GPU or not, with the way out in the message.
+TEST(DeviceSharingPolicy, FdOnlyRefusesCudaIpcHandles) {
+  auto cluster = StartCluster(1, {"--device-sharing", "fd-only"});
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  DaemonConnection* conn = nullptr;
+  ASSERT_TRUE(DaemonConnection::Get(cluster->socket(0), &conn).ok());
+  ipc::RegisterDeviceRequest reg = DeviceRegistration(ipc::kShareCudaIpc);
+  std::memset(reg.ipc_handle, 0xAB, sizeof reg.ipc_handle);
+  ipc::Reply reply;
+  Status st = conn->Call(&reg, sizeof reg, &reply);
+  EXPECT_EQ(st.code(), Code::kPermissionDenied) << st.ToString();
+  EXPECT_NE(st.message().find("accepts only GPU memory passed as a file descriptor (--device-sharing fd-only)"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("allocate it with baton_mem_alloc_device"), std::string::npos) << st.message();
 }
 
 // The daemon's side of stream ordering needs no GPU: it waits for the

@@ -229,6 +229,22 @@ TEST(Options, GpuAllReduceShapeIsAutoUnlessNamed) {
       << st.message();
 }
 
+TEST(Options, DeviceSharingAcceptsAnyUnlessFdOnlyIsNamed) {
+  DaemonOptions o;
+  ASSERT_TRUE(Parse({}, &o).ok());
+  EXPECT_EQ(o.device_sharing, DeviceSharingPolicy::kAny);
+  const std::string path = WriteConfig("device-sharing = fd-only\n");
+  ASSERT_TRUE(Parse({"--config", path}, &o).ok());
+  EXPECT_EQ(o.device_sharing, DeviceSharingPolicy::kFdOnly);
+  EXPECT_NE(PrintConfig(o).find("device-sharing     = fd-only"), std::string::npos) << PrintConfig(o);
+  ASSERT_TRUE(Parse({"--config", path, "--device-sharing", "any"}, &o).ok());
+  EXPECT_EQ(o.device_sharing, DeviceSharingPolicy::kAny);
+  std::remove(path.c_str());
+  const Status st = Parse({"--device-sharing", "ipc"}, &o);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("--device-sharing 'ipc': say any or fd-only"), std::string::npos) << st.message();
+}
+
 TEST(Options, TcpCongestionIsANameOrTheSystemDefault) {
   DaemonOptions o;
   ASSERT_TRUE(Parse({}, &o).ok());

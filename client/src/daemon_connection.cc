@@ -110,12 +110,13 @@ Status DaemonConnection::Connect(const std::string& path) {
   return Status::Ok();
 }
 
-Status DaemonConnection::Call(void* request, size_t size, ipc::Reply* reply, std::vector<UniqueFd>* fds) {
+Status DaemonConnection::Call(void* request, size_t size, ipc::Reply* reply, std::vector<UniqueFd>* fds,
+                              const std::vector<int>& pass) {
   auto* h = static_cast<ipc::MsgHeader*>(request);
   {
     std::lock_guard<std::mutex> lock(send_mu_);
     h->request_id = next_request_++;
-    BATON_RETURN_IF_ERROR(SendWithFds(socket_.get(), request, size, {}).WithContext("talking to batond: "));
+    BATON_RETURN_IF_ERROR(SendWithFds(socket_.get(), request, size, pass).WithContext("talking to batond: "));
   }
   std::unique_lock<std::mutex> lock(reply_mu_);
   for (;;) {
@@ -202,14 +203,16 @@ Status DaemonConnection::RegisterDevice(const gpu::DevicePointer& p, uint64_t* s
   PruneFreedDeviceRegistrations();
   ipc::RegisterDeviceRequest req{};
   req.h.type = static_cast<uint32_t>(ipc::MsgType::kRegisterDevice);
-  gpu::IpcHandle handle;
-  gpu::DeviceUuid uuid;
-  BATON_RETURN_IF_ERROR(gpu::ExportAllocation(p, &handle, &uuid));
-  std::memcpy(req.ipc_handle, handle.data(), handle.size());
-  std::memcpy(req.device_uuid, uuid.data(), uuid.size());
+  gpu::ExportedAllocation exported;
+  BATON_RETURN_IF_ERROR(gpu::ExportAllocation(p, &exported));
+  std::memcpy(req.ipc_handle, exported.ipc_handle.data(), exported.ipc_handle.size());
+  std::memcpy(req.device_uuid, exported.uuid.data(), exported.uuid.size());
   req.size = p.size;
+  req.sharing = p.sharing == gpu::Sharing::kPosixFd ? ipc::kSharePosixFd : ipc::kShareCudaIpc;
+  std::vector<int> pass;
+  if (exported.fd.valid()) pass.push_back(exported.fd.get());
   ipc::Reply reply;
-  BATON_RETURN_IF_ERROR(Call(&req, sizeof req, &reply));
+  BATON_RETURN_IF_ERROR(Call(&req, sizeof req, &reply, nullptr, pass));
   std::lock_guard<std::mutex> lock(seg_mu_);
   device_segments_[p.buffer_id] = {reply.value, p.base};
   *segment = reply.value;

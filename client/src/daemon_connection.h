@@ -36,8 +36,10 @@ class DaemonConnection {
   // device memory from baton_mem_alloc_device).
   static Status FreeAnywhere(void* ptr);
 
-  // A control request/reply round trip. `fds` receives any passed fds.
-  Status Call(void* request, size_t size, ipc::Reply* reply, std::vector<UniqueFd>* fds = nullptr);
+  // A control request/reply round trip. `fds` receives any passed fds;
+  // `pass` travels with the request (the caller keeps its copies).
+  Status Call(void* request, size_t size, ipc::Reply* reply, std::vector<UniqueFd>* fds = nullptr,
+              const std::vector<int>& pass = {});
 
   // Shared memory.
   Status Alloc(size_t size, void** ptr);
