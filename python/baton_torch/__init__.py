@@ -55,7 +55,10 @@ def _create_process_group(store, rank, world_size, timeout):
 
 
 # torch 2.x asks which devices a backend serves; 1.13 has no such argument.
+# One group serves both (docs/pytorch.md, "CUDA tensors").
 if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
-    dist.Backend.register_backend("baton", _create_process_group, devices=["cpu"])
+    dist.Backend.register_backend(
+        "baton", _create_process_group, devices=["cpu", "cuda"] if _C.has_cuda else ["cpu"]
+    )
 else:
     dist.Backend.register_backend("baton", _create_process_group)

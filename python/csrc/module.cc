@@ -1,11 +1,13 @@
 // Python bindings: baton_torch._C.ProcessGroupBaton (a subclass of torch's
-// ProcessGroup type) and the daemon's rendezvous address.
+// ProcessGroup type), whether it takes CUDA tensors, and the daemon's
+// rendezvous address.
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <array>
 
+#include "cuda_stream.h"
 #include "process_group_baton.h"
 
 namespace py = pybind11;
@@ -40,6 +42,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("rank"), py::arg("size"), py::arg("job_id"), py::arg("comm_name"), py::arg("rendezvous"),
            py::arg("secret"), py::arg("daemon_socket"), py::arg("timeout"),
            py::call_guard<py::gil_scoped_release>());
+  m.attr("has_cuda") = baton::torch_backend::BuiltWithCuda();
   m.def("daemon_rendezvous", &DaemonRendezvous,
         "host:port of the local batond's rendezvous service (BATON_SOCKET or the default socket)");
 }

@@ -7,15 +7,21 @@
 // completes their Works and futures, so DDP's overlap of backward compute and
 // gradient allreduce works as with Gloo.
 //
-// Host (CPU) tensors only in this version. Non-contiguous tensors and list
-// forms (allgather into a list, reduce_scatter from a list, ...) go through
-// contiguous temporaries that are copied back when the operation succeeds.
+// CUDA tensors (in a build against a torch with CUDA) go through Baton's
+// stream-ordered calls instead: queued on the tensors' current stream, never
+// waited for on the host, completed as NCCL's are (stream_work.h). One
+// group serves both, so host and CUDA collectives mix freely on it.
+//
+// Non-contiguous tensors and list forms (allgather into a list,
+// reduce_scatter from a list, ...) go through contiguous temporaries that are
+// copied back when the operation succeeds (on the stream, for CUDA tensors).
 #ifndef BATON_PYTHON_CSRC_PROCESS_GROUP_BATON_H_
 #define BATON_PYTHON_CSRC_PROCESS_GROUP_BATON_H_
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,6 +32,20 @@
 #include "torch_compat.h"
 
 namespace baton::torch_backend {
+
+// Where the tensors of one call live: the host, or one CUDA device.
+struct Place {
+  bool cuda = false;
+  c10::Device device{c10::kCPU};
+};
+
+// How one Baton call is issued: the request form (host tensors; *request
+// receives the handle) or the stream form (CUDA tensors, on `stream`).
+struct Target {
+  bool on_stream = false;
+  baton_stream_t stream = nullptr;
+  baton_request_t* request = nullptr;
+};
 
 // How a group reaches Baton: normally filled in by baton_torch's creator
 // from torch's store (or baton-run's environment).
@@ -89,15 +109,30 @@ class ProcessGroupBaton : public ProcessGroupBase {
     std::string what;  // "allreduce of 1024 float32", for error messages
   };
 
+  using Call = std::function<baton_result_t(const Target&)>;
+
+  // Issues `call` and returns its Work. Host tensors: the progress thread
+  // waits for the request, then runs `after` (copies out of temporaries) and
+  // drops `keep_alive`. CUDA tensors: on the current stream of
+  // `where.device`, with `after` queued behind it.
+  c10::intrusive_ptr<c10d::Work> Run(const Place& where, c10d::OpType type, std::vector<at::Tensor> outputs,
+                                     std::function<void()> after, std::vector<at::Tensor> keep_alive,
+                                     const std::string& what, const Call& call);
+  // The Work of an Exchange, as Run makes it.
+  c10::intrusive_ptr<c10d::Work> TrackExchange(const Place& where, c10d::OpType type, std::vector<at::Tensor> outputs,
+                                               std::function<void()> after, std::vector<at::Tensor> keep_alive,
+                                               std::vector<baton_request_t> requests, const std::string& what);
   // Hands a submitted operation to the progress thread and returns its Work.
   c10::intrusive_ptr<c10d::Work> Track(std::vector<baton_request_t> requests, c10::intrusive_ptr<BatonWork> work,
                                        std::string what);
   // Throws c10::Error with Baton's message when `result` is not success.
   void Check(baton_result_t result, const std::string& what) const;
   // Point-to-point exchange of byte ranges with every peer (alltoall with
-  // uneven splits); own range copied locally.
-  std::vector<baton_request_t> Exchange(const std::vector<at::Tensor>& sends, const std::vector<at::Tensor>& recvs,
-                                        baton_datatype_t type, const std::string& what);
+  // uneven splits); own range copied locally. The requests to wait for
+  // (none for CUDA tensors: they are on the stream).
+  std::vector<baton_request_t> Exchange(const Place& where, const std::vector<at::Tensor>& sends,
+                                        const std::vector<at::Tensor>& recvs, baton_datatype_t type,
+                                        const std::string& what);
   void ProgressLoop();
 
   baton_comm_t comm_ = nullptr;
