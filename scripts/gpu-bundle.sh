@@ -5,7 +5,8 @@
 #   scripts/gpu-bundle.sh [DIR]     (default: gpu-bundle/, ignored by git)
 #
 # Builds with -DBATON_CUDA=ON (into ${BATON_BUILD_DIR:-build-gpu}), then puts
-# in DIR/bin the programs scripts/gpu-check.sh runs and in DIR/lib every
+# in DIR/bin the programs scripts/gpu-check.sh runs, in DIR/client-lib
+# libbaton for the PyTorch check (not relocated), and in DIR/lib every
 # shared library they load, the C library and its loader included, so that
 # the programs do not depend on the other machine's libraries at all. The
 # driver (libcuda.so.1) is the one thing taken from the GPU machine: Baton
@@ -49,8 +50,21 @@ for l in $(printf '%s\n' "${libs[@]}" | sort -u); do
 done
 loader=$(basename "$(ldd "$build/bin/batond" | awk '$1 ~ /ld-linux/ {print $1}')")
 
+# For the PyTorch check (scripts/gpu-torch-check.sh): libbaton as built, not
+# relocated, with the two libraries it needs beyond the C and C++ runtime. A
+# Python process of the GPU machine loads it with that machine's own C
+# library, so it must not bring the bundle's.
+mkdir -p "$out/client-lib"
+cp -L "$build/lib/libbaton.so.0" "$out/client-lib/"
+ln -sf libbaton.so.0 "$out/client-lib/libbaton.so"
+while read -r path; do
+  case $(basename "$path") in
+    libspdlog* | libfmt*) cp -L "$path" "$out/client-lib/" ;;
+  esac
+done < <(ldd "$build/lib/libbaton.so.0" | awk '$3 ~ /^\// {print $3}')
+
 # Debug information is most of the size (the device takes 64 MiB in all).
-strip --strip-debug "$out"/bin/* "$out"/lib/*
+strip --strip-debug "$out"/bin/* "$out"/lib/* "$out"/client-lib/*.so.*
 for p in "$out"/bin/*; do
   patchelf --set-interpreter "$root/lib/$loader" --force-rpath --set-rpath "$root/lib" "$p"
 done

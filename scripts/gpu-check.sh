@@ -6,7 +6,8 @@
 # device vs host AllReduce on 1x2, 1x4, 2x1 and 4x1 simulated nodes (across
 # nodes the ratio is the cost of staging, pipelined with the phases), and on 1x2
 # with the GPU path off, --gpu-collectives off, for the cost of staging, and
-# 1x4 with the AllReduce spread over the ranks, --gpu-allreduce spread).
+# 1x4 with the AllReduce spread over the ranks, --gpu-allreduce spread);
+# then the PyTorch backend's CUDA tensors (scripts/gpu-torch-check.sh).
 # Everything it prints is also written under OUTDIR (default gpu-results/).
 #   scripts/gpu-check.sh [OUTDIR]
 #       installs the dependencies and builds with -DBATON_CUDA=ON first
@@ -88,4 +89,10 @@ for cfg in "1 2" "1 4" "2 1" "4 1" "1 2 off" "1 4 spread"; do
   limit 120 "$bin/baton-run" --nodes "$1" --ranks-per-node "$2" "${daemon_args[@]}" -- \
     "$bin/baton-gpu-bench" allreduce -b 8 -e 256M -n 10 2>&1 | tee -a "$out/allreduce.txt" || status=1
 done
+# Last, the PyTorch backend's CUDA tensors, built against this machine's
+# torch (a skip, status 77, says what is missing and fails nothing).
+client_lib=${root:+$root/client-lib}
+limit 400 scripts/gpu-torch-check.sh "$bin" "${client_lib:-$build/lib}" "$out" 2>&1 | tee "$out/torch.txt"
+torch_status=${PIPESTATUS[0]}
+[[ $torch_status == 0 || $torch_status == 77 ]] || status=1
 exit $status
