@@ -8,7 +8,7 @@
 
 namespace baton {
 namespace {
-constexpr size_t kMaxFds = 4;
+constexpr size_t kMaxFds = 16;  // a RegisterDevice of a span (ipc_protocol.h)
 }
 
 Status SendWithFds(int sock, const void* data, size_t len, const std::vector<int>& fds) {

@@ -118,18 +118,20 @@ struct CommFailedRequest {
 
 // Registers a device allocation, opened once by batond; the reply's value
 // is its segment id, released with MemFree. The only request that carries
-// a file descriptor: exactly one with kSharePosixFd, none otherwise.
+// file descriptors: with kSharePosixFd one per piece, none otherwise.
 enum DeviceSharing : uint32_t {
   kShareCudaIpc = 0,  // ipc_handle: cudaIpcMemHandle_t of a cudaMalloc allocation
-  kSharePosixFd = 1,  // the fd: a cuMemCreate allocation (cuMemExportToShareableHandle)
+  kSharePosixFd = 1,  // the fds: cuMemCreate allocations (cuMemExportToShareableHandle)
 };
+inline constexpr uint32_t kMaxDevicePieces = 16;  // cuMemCreate allocations mapped side by side
 struct RegisterDeviceRequest {
   MsgHeader h;
   uint8_t ipc_handle[64];   // kShareCudaIpc only
   uint8_t device_uuid[16];  // the device it is on (ordinals differ between processes)
-  uint64_t size;            // bytes of the allocation (kSharePosixFd: of its mapping, from its start)
+  uint64_t size;            // bytes of the allocation (kSharePosixFd: of all pieces)
   uint32_t sharing;         // DeviceSharing
-  uint32_t reserved;
+  uint32_t pieces;          // kSharePosixFd: fds passed, 1..kMaxDevicePieces; else 0
+  uint64_t piece_bytes[kMaxDevicePieces];  // kSharePosixFd: bytes mapped of fd i, from its start, side by side
 };
 
 // The one reply type. Fds (ring + doorbell for Hello, the segment for

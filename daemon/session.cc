@@ -268,21 +268,57 @@ void Session::OnMemFree(const ipc::MemFreeRequest& req) {
   Reply(req.h.request_id, Status::Ok());
 }
 
+namespace {
+
+// The pieces of a RegisterDevice (cuMemCreate allocations mapped side by
+// side), checked against the file descriptors that came with it.
+Status CheckDeviceRegistration(const ipc::RegisterDeviceRequest& req, size_t fds, std::vector<uint64_t>* pieces) {
+  if (req.sharing == ipc::kShareCudaIpc) {
+    if (fds != 0 || req.pieces != 0) {
+      return Status::InvalidArgument("RegisterDevice: a CUDA IPC handle comes with no file descriptor and no pieces, "
+                                     "not " + std::to_string(fds) + " and " + std::to_string(req.pieces));
+    }
+    return Status::Ok();
+  }
+  if (req.sharing != ipc::kSharePosixFd) {
+    return Status::InvalidArgument("RegisterDevice: unknown sharing " + std::to_string(req.sharing) +
+                                   " (0: CUDA IPC handle, 1: file descriptors)");
+  }
+  if (req.pieces < 1 || req.pieces > ipc::kMaxDevicePieces) {
+    return Status::InvalidArgument("RegisterDevice: cuMemCreate memory comes in 1 to " +
+                                   std::to_string(ipc::kMaxDevicePieces) + " pieces, not " +
+                                   std::to_string(req.pieces));
+  }
+  if (fds != req.pieces) {
+    return Status::InvalidArgument("RegisterDevice: " + std::to_string(req.pieces) +
+                                   " pieces of cuMemCreate memory come with as many file descriptors, not " +
+                                   std::to_string(fds));
+  }
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < req.pieces; ++i) {
+    const uint64_t bytes = req.piece_bytes[i];
+    if (bytes == 0 || bytes > (1ull << 46)) {
+      return Status::InvalidArgument("RegisterDevice: piece " + std::to_string(i) + " claims " +
+                                     std::to_string(bytes) + " bytes (1 byte .. 64 TiB)");
+    }
+    total += bytes;  // at most 16 x 2^46: no overflow
+    pieces->push_back(bytes);
+  }
+  if (total != req.size) {
+    return Status::InvalidArgument("RegisterDevice: the pieces hold " + std::to_string(total) +
+                                   " bytes, but the registration claims " + std::to_string(req.size));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 void Session::OnRegisterDevice(const ipc::RegisterDeviceRequest& req, std::vector<UniqueFd> fds) {
   gpu::DeviceUuid uuid;
   std::memcpy(uuid.data(), req.device_uuid, uuid.size());
   const bool as_fd = req.sharing == ipc::kSharePosixFd;
-  if (req.sharing != ipc::kShareCudaIpc && !as_fd) {
-    return Reply(req.h.request_id, Status::InvalidArgument("RegisterDevice: unknown sharing " +
-                                                           std::to_string(req.sharing) +
-                                                           " (0: CUDA IPC handle, 1: file descriptor)"));
-  }
-  if (fds.size() != (as_fd ? 1u : 0u)) {
-    return Reply(req.h.request_id,
-                 Status::InvalidArgument("RegisterDevice: " + std::string(as_fd ? "a cuMemCreate allocation" : "a CUDA IPC handle") +
-                                         " comes with " + (as_fd ? "exactly one file descriptor" : "no file descriptor") +
-                                         ", not " + std::to_string(fds.size())));
-  }
+  std::vector<uint64_t> pieces;
+  if (Status st = CheckDeviceRegistration(req, fds.size(), &pieces); !st.ok()) return Reply(req.h.request_id, st);
   if (!as_fd && env_.options->device_sharing == DeviceSharingPolicy::kFdOnly) {
     return Reply(req.h.request_id,
                  Status::PermissionDenied(
@@ -309,7 +345,9 @@ void Session::OnRegisterDevice(const ipc::RegisterDeviceRequest& req, std::vecto
     }
   }
   std::unique_ptr<gpu::DeviceSegment> opened;
-  Status st = as_fd ? gpu::DeviceSegment::Import(fds[0].get(), uuid, req.size, &opened)
+  std::vector<int> raw_fds;
+  for (const UniqueFd& fd : fds) raw_fds.push_back(fd.get());
+  Status st = as_fd ? gpu::DeviceSegment::Import(raw_fds, pieces, uuid, &opened)
                     : gpu::DeviceSegment::Open(handle, uuid, req.size, &opened);
   fds.clear();  // the mapping, if any, holds the memory now
   if (!st.ok()) return Reply(req.h.request_id, st.WithContext("GPU buffer of " + Who() + ": "));

@@ -75,12 +75,35 @@ Status QueryPointer(const void* p, DevicePointer* out) {
     base = mapping;
     size = mapping_size;
     out->sharing = Sharing::kPosixFd;
+    out->pieces = {{static_cast<uintptr_t>(mapping), mapping_size, id}};
   }
   out->on_device = true;
   out->device = ordinal;
   out->buffer_id = id;
   out->base = static_cast<uintptr_t>(base);
   out->size = size;
+  return Status::Ok();
+}
+
+Status ExtendToCover(DevicePointer* ptr, uintptr_t end) {
+  while (ptr->base + ptr->size < end) {
+    if (ptr->pieces.size() >= kMaxSpanPieces) {
+      return Status::InvalidArgument("the GPU buffer spans more than " + std::to_string(kMaxSpanPieces) +
+                                     " cuMemCreate mappings, more than one registration with batond joins; use a "
+                                     "smaller buffer or larger mappings");
+    }
+    const uintptr_t next = ptr->base + ptr->size;
+    DevicePointer piece;
+    const Status st = QueryPointer(reinterpret_cast<const void*>(next), &piece);
+    if (!st.ok() || !piece.on_device || piece.sharing != Sharing::kPosixFd || piece.base != next ||
+        piece.device != ptr->device) {
+      return Status::InvalidArgument("the GPU buffer runs past the end of its " + std::to_string(ptr->size) +
+                                     "-byte cuMemCreate mapping, and what follows is not another shareable mapping "
+                                     "on the same GPU" + (st.ok() ? std::string() : ": " + st.message()));
+    }
+    ptr->pieces.push_back(piece.pieces.front());
+    ptr->size += piece.size;
+  }
   return Status::Ok();
 }
 
@@ -100,16 +123,19 @@ Status ExportAllocation(const DevicePointer& ptr, ExportedAllocation* out) {
   ScopedContext scoped(*api, base);
   BATON_RETURN_IF_ERROR(scoped.status());
   if (ptr.sharing == Sharing::kPosixFd) {
-    CUmemGenericAllocationHandle allocation = 0;
-    BATON_RETURN_IF_ERROR(FromCuDriver(api->mem_retain_allocation_handle(&allocation, reinterpret_cast<void*>(base)),
-                                       "cuMemRetainAllocationHandle"));
-    int fd = -1;
-    Status exported = FromCuDriver(
-        api->mem_export_to_shareable_handle(&fd, allocation, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-        "exporting the GPU allocation as a file descriptor (cuMemExportToShareableHandle)");
-    api->mem_release(allocation);  // the reference cuMemRetainAllocationHandle took
-    BATON_RETURN_IF_ERROR(exported);
-    out->fd = UniqueFd(fd);
+    for (const MappedPiece& piece : ptr.pieces) {
+      CUmemGenericAllocationHandle allocation = 0;
+      BATON_RETURN_IF_ERROR(FromCuDriver(
+          api->mem_retain_allocation_handle(&allocation, reinterpret_cast<void*>(piece.base)),
+          "cuMemRetainAllocationHandle"));
+      int fd = -1;
+      Status exported = FromCuDriver(
+          api->mem_export_to_shareable_handle(&fd, allocation, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+          "exporting the GPU allocation as a file descriptor (cuMemExportToShareableHandle)");
+      api->mem_release(allocation);  // the reference cuMemRetainAllocationHandle took
+      BATON_RETURN_IF_ERROR(exported);
+      out->fds.emplace_back(fd);
+    }
   } else {
     CUipcMemHandle h{};
     BATON_RETURN_IF_ERROR(FromCuDriver(api->ipc_get_mem_handle(&h, base),

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "common/status.h"
 #include "common/unique_fd.h"
@@ -20,13 +21,23 @@ enum class Sharing : uint32_t {
   kPosixFd = 1,  // cuMemCreate memory exportable as a POSIX fd, passed over the Unix socket
 };
 
+// One cuMemCreate mapping (Sharing::kPosixFd).
+struct MappedPiece {
+  uintptr_t base = 0;
+  uint64_t size = 0;
+  uint64_t buffer_id = 0;  // changes when the range is unmapped and mapped again
+};
+// The most mappings one registration joins (ExtendToCover).
+inline constexpr size_t kMaxSpanPieces = 16;
+
 struct DevicePointer {
   bool on_device = false;  // false: host memory (always, without CUDA)
   int device = -1;
   uint64_t buffer_id = 0;  // the driver's id of the allocation; never reused within a process
   uintptr_t base = 0;      // the allocation holding the pointer (for cuMemCreate memory: its mapping)
-  uint64_t size = 0;
+  uint64_t size = 0;       //   and its size (of all pieces, for a span)
   Sharing sharing = Sharing::kCudaIpc;
+  std::vector<MappedPiece> pieces;  // kPosixFd: the mappings side by side from `base` (one, unless extended)
 };
 
 // Classifies `p`. Host memory (pageable or pinned) gives on_device = false.
@@ -34,15 +45,22 @@ struct DevicePointer {
 // cuMemCreate memory that cannot be exported as a POSIX fd.
 Status QueryPointer(const void* p, DevicePointer* out);
 
+// For cuMemCreate memory: extends `ptr` over the mappings that follow its
+// own without a gap (allocators such as PyTorch's expandable segments map
+// many allocations side by side in one reserved range), until it reaches
+// `end`. Refused with the reason when the next bytes are not such a mapping
+// of the same GPU, or past kMaxSpanPieces mappings.
+Status ExtendToCover(DevicePointer* ptr, uintptr_t end);
+
 // False once the allocation `buffer_id` that started at `base` is gone
 // (freed, or the address now belongs to another allocation).
 bool StillAllocated(uintptr_t base, uint64_t buffer_id);
 
 // What batond needs to open an allocation.
 struct ExportedAllocation {
-  IpcHandle ipc_handle{};  // Sharing::kCudaIpc
-  UniqueFd fd;             // Sharing::kPosixFd
-  DeviceUuid uuid{};       // the device it is on
+  IpcHandle ipc_handle{};    // Sharing::kCudaIpc
+  std::vector<UniqueFd> fds;  // Sharing::kPosixFd: one per piece
+  DeviceUuid uuid{};          // the device it is on
 };
 Status ExportAllocation(const DevicePointer& ptr, ExportedAllocation* out);
 

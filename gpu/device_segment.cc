@@ -54,13 +54,13 @@ Status DeviceSegment::Open(const IpcHandle& handle, const DeviceUuid& uuid, uint
   return Status::Ok();
 }
 
-Status DeviceSegment::Import(int fd, const DeviceUuid& uuid, uint64_t claimed_size,
+Status DeviceSegment::Import(const std::vector<int>& fds, const std::vector<uint64_t>& sizes, const DeviceUuid& uuid,
                              std::unique_ptr<DeviceSegment>* out) {
   int device = -1;
   BATON_RETURN_IF_ERROR(FindDevice(uuid, &device));
   BATON_CUDA_RETURN_IF_ERROR(cudaSetDevice(device), "cudaSetDevice");
   std::unique_ptr<VmmMapping> mapping;
-  BATON_RETURN_IF_ERROR(VmmMapping::Import(fd, device, claimed_size, &mapping)
+  BATON_RETURN_IF_ERROR(VmmMapping::Import(fds, sizes, device, &mapping)
                             .WithContext("opening the client's GPU allocation passed as a file descriptor: "));
   std::unique_ptr<DeviceSegment> segment(new DeviceSegment(mapping->data(), mapping->size(), device));
   segment->mapping_ = std::move(mapping);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "common/status.h"
 #include "gpu/device_memory.h"
@@ -22,9 +23,10 @@ class DeviceSegment {
   // the driver reports after opening.
   static Status Open(const IpcHandle& handle, const DeviceUuid& uuid, uint64_t claimed_size,
                      std::unique_ptr<DeviceSegment>* out);
-  // Maps the first `claimed_size` bytes of the cuMemCreate allocation the
-  // client passed as `fd`, on the device named `uuid`.
-  static Status Import(int fd, const DeviceUuid& uuid, uint64_t claimed_size, std::unique_ptr<DeviceSegment>* out);
+  // Maps the cuMemCreate allocations the client passed as `fds`, side by
+  // side, the first `sizes[i]` bytes of each, on the device named `uuid`.
+  static Status Import(const std::vector<int>& fds, const std::vector<uint64_t>& sizes, const DeviceUuid& uuid,
+                       std::unique_ptr<DeviceSegment>* out);
   ~DeviceSegment();
   DeviceSegment(const DeviceSegment&) = delete;
   DeviceSegment& operator=(const DeviceSegment&) = delete;

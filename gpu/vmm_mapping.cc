@@ -30,31 +30,44 @@ Status Granularity(const DriverApi& api, const CUmemAllocationProp& prop, uint64
   return Status::Ok();
 }
 
+// An allocation handle released on every path (the mapping keeps its own
+// reference to the memory).
+struct HeldHandle {
+  const DriverApi& api;
+  CUmemGenericAllocationHandle handle = 0;
+  ~HeldHandle() {
+    if (handle != 0) api.mem_release(handle);
+  }
+};
+
 }  // namespace
 
-// Reserves an address range, maps `handle` into it and grants `device`
-// read/write access. The caller still releases `handle`: the mapping holds
-// its own reference to the memory.
+// Reserves the range, then maps allocations into it and grants the device
+// read/write access to each.
 class VmmMapper {
  public:
-  static Status Map(const DriverApi& api, CUmemGenericAllocationHandle handle, int device, uint64_t size,
-                    uint64_t alignment, std::unique_ptr<VmmMapping>* out) {
+  static Status Reserve(const DriverApi& api, int device, uint64_t size, uint64_t alignment,
+                        std::unique_ptr<VmmMapping>* out) {
     CUdeviceptr address = 0;
     BATON_RETURN_IF_ERROR(
         FromCuDriver(api.mem_address_reserve(&address, size, alignment, 0, 0), "cuMemAddressReserve"));
     // From here the destructor gives the range back on every path.
-    std::unique_ptr<VmmMapping> mapping(new VmmMapping(static_cast<uintptr_t>(address), size, device));
-    BATON_RETURN_IF_ERROR(FromCuDriver(api.mem_map(address, size, 0, handle, 0),
+    out->reset(new VmmMapping(static_cast<uintptr_t>(address), size, device));
+    return Status::Ok();
+  }
+
+  static Status Map(const DriverApi& api, CUmemGenericAllocationHandle handle, uint64_t offset, uint64_t size,
+                    VmmMapping* mapping) {
+    const CUdeviceptr at = static_cast<CUdeviceptr>(mapping->address_ + offset);
+    BATON_RETURN_IF_ERROR(FromCuDriver(api.mem_map(at, size, 0, handle, 0),
                                        "cuMemMap of " + std::to_string(size) +
                                            " bytes (is that more than the allocation holds?)"));
-    mapping->mapped_ = true;
+    mapping->mapped_.emplace_back(offset, size);
     CUmemAccessDesc access{};
     access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = device;
+    access.location.id = mapping->device_;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    BATON_RETURN_IF_ERROR(FromCuDriver(api.mem_set_access(address, size, &access, 1), "cuMemSetAccess"));
-    *out = std::move(mapping);
-    return Status::Ok();
+    return FromCuDriver(api.mem_set_access(at, size, &access, 1), "cuMemSetAccess");
   }
 };
 
@@ -65,53 +78,67 @@ Status VmmMapping::Create(int device, uint64_t bytes, bool shareable, std::uniqu
   uint64_t granularity = 0;
   BATON_RETURN_IF_ERROR(Granularity(*api, prop, &granularity));
   const uint64_t size = (std::max<uint64_t>(bytes, 1) + granularity - 1) / granularity * granularity;
-  CUmemGenericAllocationHandle handle = 0;
-  BATON_RETURN_IF_ERROR(FromCuDriver(api->mem_create(&handle, size, &prop, 0),
+  HeldHandle held{*api};
+  BATON_RETURN_IF_ERROR(FromCuDriver(api->mem_create(&held.handle, size, &prop, 0),
                                      "cuMemCreate of " + std::to_string(size) + " bytes on device " +
                                          std::to_string(device)));
-  Status st = VmmMapper::Map(*api, handle, device, size, granularity, out);
-  api->mem_release(handle);  // the mapping (if any) keeps the memory
-  return st;
+  std::unique_ptr<VmmMapping> mapping;
+  BATON_RETURN_IF_ERROR(VmmMapper::Reserve(*api, device, size, granularity, &mapping));
+  BATON_RETURN_IF_ERROR(VmmMapper::Map(*api, held.handle, 0, size, mapping.get()));
+  *out = std::move(mapping);
+  return Status::Ok();
 }
 
-Status VmmMapping::Import(int fd, int device, uint64_t bytes, std::unique_ptr<VmmMapping>* out) {
+Status VmmMapping::Import(const std::vector<int>& fds, const std::vector<uint64_t>& sizes, int device,
+                          std::unique_ptr<VmmMapping>* out) {
+  if (fds.empty() || fds.size() != sizes.size()) {
+    return Status::InvalidArgument("importing GPU memory: " + std::to_string(fds.size()) + " file descriptors for " +
+                                   std::to_string(sizes.size()) + " pieces");
+  }
   const DriverApi* api = nullptr;
   BATON_RETURN_IF_ERROR(GetDriverApi(&api));
-  CUmemGenericAllocationHandle handle = 0;
-  BATON_RETURN_IF_ERROR(FromCuDriver(
-      api->mem_import_from_shareable_handle(&handle, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
-                                            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-      "cuMemImportFromShareableHandle (is the fd an allocation exported by cuMemExportToShareableHandle?)"));
-  auto imported = [&]() -> Status {
+  uint64_t total = 0;
+  for (uint64_t s : sizes) total += s;  // the caller bounds each (ipc_protocol.h)
+  std::unique_ptr<VmmMapping> mapping;
+  uint64_t offset = 0;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    HeldHandle held{*api};
+    BATON_RETURN_IF_ERROR(FromCuDriver(
+        api->mem_import_from_shareable_handle(&held.handle, reinterpret_cast<void*>(static_cast<intptr_t>(fds[i])),
+                                              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+        "cuMemImportFromShareableHandle (is the fd an allocation exported by cuMemExportToShareableHandle?)"));
     CUmemAllocationProp prop{};
-    BATON_RETURN_IF_ERROR(FromCuDriver(api->mem_get_allocation_properties_from_handle(&prop, handle),
+    BATON_RETURN_IF_ERROR(FromCuDriver(api->mem_get_allocation_properties_from_handle(&prop, held.handle),
                                        "cuMemGetAllocationPropertiesFromHandle"));
     if (prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
       return Status::InvalidArgument("the allocation passed as a file descriptor is not GPU memory");
     }
     uint64_t granularity = 0;
     BATON_RETURN_IF_ERROR(Granularity(*api, prop, &granularity));
-    if (bytes == 0 || bytes % granularity != 0) {
-      return Status::InvalidArgument("the client registered " + std::to_string(bytes) +
+    if (sizes[i] == 0 || sizes[i] % granularity != 0) {
+      return Status::InvalidArgument("the client registered " + std::to_string(sizes[i]) +
                                      " bytes of a cuMemCreate allocation, which is not a multiple of its " +
                                      std::to_string(granularity) + "-byte granularity");
     }
-    return VmmMapper::Map(*api, handle, device, bytes, granularity, out);
-  }();
-  api->mem_release(handle);
-  return imported;
+    if (mapping == nullptr) BATON_RETURN_IF_ERROR(VmmMapper::Reserve(*api, device, total, granularity, &mapping));
+    BATON_RETURN_IF_ERROR(VmmMapper::Map(*api, held.handle, offset, sizes[i], mapping.get()));
+    offset += sizes[i];
+  }
+  *out = std::move(mapping);
+  return Status::Ok();
 }
 
 VmmMapping::~VmmMapping() {
   const DriverApi* api = nullptr;
   if (!GetDriverApi(&api).ok()) return;
-  const auto address = static_cast<CUdeviceptr>(address_);
-  if (mapped_) {
-    if (Status st = FromCuDriver(api->mem_unmap(address, size_), "cuMemUnmap"); !st.ok()) {
-      BATON_WARN("unmapping {} bytes of GPU memory failed: {}", size_, st.ToString());
+  for (const auto& [offset, bytes] : mapped_) {
+    if (Status st = FromCuDriver(api->mem_unmap(static_cast<CUdeviceptr>(address_ + offset), bytes), "cuMemUnmap");
+        !st.ok()) {
+      BATON_WARN("unmapping {} bytes of GPU memory failed: {}", bytes, st.ToString());
     }
   }
-  if (Status st = FromCuDriver(api->mem_address_free(address, size_), "cuMemAddressFree"); !st.ok()) {
+  if (Status st = FromCuDriver(api->mem_address_free(static_cast<CUdeviceptr>(address_), size_), "cuMemAddressFree");
+      !st.ok()) {
     BATON_WARN("freeing a GPU address range of {} bytes failed: {}", size_, st.ToString());
   }
 }

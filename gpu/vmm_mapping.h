@@ -8,13 +8,17 @@
 // process that owns it could give. A legacy CUDA IPC handle is 64 bytes
 // anyone who saw them can present (docs/security.md).
 //
-// The mapping covers the allocation from its start: cuMemMap's offset is 0
+// A mapping covers each allocation from its start: cuMemMap's offset is 0
 // here and in every allocator that shares memory this way (PyTorch's
-// expandable segments, NCCL's cuMem buffers). CUDA builds only.
+// expandable segments, NCCL's cuMem buffers). One range may hold several
+// allocations side by side, as the client's address space holds them
+// (gpu/device_memory.h, ExtendToCover). CUDA builds only.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 
@@ -25,11 +29,13 @@ class VmmMapping {
   // A new allocation of at least `bytes` (rounded up to the device's
   // granularity) on `device`; exportable as a POSIX fd when `shareable`.
   static Status Create(int device, uint64_t bytes, bool shareable, std::unique_ptr<VmmMapping>* out);
-  // Maps the first `bytes` of the allocation another process exported as
-  // `fd` (the fd may be closed afterwards). The allocation must be on
-  // `device` (this process's ordinal), and `bytes` a multiple of its
-  // granularity no larger than the allocation.
-  static Status Import(int fd, int device, uint64_t bytes, std::unique_ptr<VmmMapping>* out);
+  // Maps allocations another process exported as `fds`, side by side in one
+  // address range: the first `sizes[i]` bytes of allocation i follow those
+  // of allocation i-1 (the fds may be closed afterwards). Each must be GPU
+  // memory, accessed here from `device` (this process's ordinal), and each
+  // size a multiple of its granularity no larger than its allocation.
+  static Status Import(const std::vector<int>& fds, const std::vector<uint64_t>& sizes, int device,
+                       std::unique_ptr<VmmMapping>* out);
   ~VmmMapping();
   VmmMapping(const VmmMapping&) = delete;
   VmmMapping& operator=(const VmmMapping&) = delete;
@@ -45,7 +51,7 @@ class VmmMapping {
   uintptr_t address_;  // start of the reserved range (a CUdeviceptr)
   uint64_t size_;
   int device_;
-  bool mapped_ = false;  // the range holds the allocation (else: reserved only)
+  std::vector<std::pair<uint64_t, uint64_t>> mapped_;  // (offset, bytes) of each allocation mapped so far
 };
 
 // Whether `device` can allocate memory exportable as a POSIX fd.

@@ -28,6 +28,7 @@ Status QueryPointer(const void*, DevicePointer* out) {
   *out = {};
   return Status::Ok();
 }
+Status ExtendToCover(DevicePointer*, uintptr_t) { return RequireCuda("a device buffer"); }
 bool StillAllocated(uintptr_t, uint64_t) { return false; }
 Status ExportAllocation(const DevicePointer&, ExportedAllocation*) { return RequireCuda("a device buffer"); }
 Status AllocateDevice(int, uint64_t, void**) { return RequireCuda("baton_mem_alloc_device"); }
@@ -37,7 +38,8 @@ Status FindDevice(const DeviceUuid&, int*) { return RequireCuda("a device buffer
 Status DeviceSegment::Open(const IpcHandle&, const DeviceUuid&, uint64_t, std::unique_ptr<DeviceSegment>*) {
   return RequireCuda("a device buffer");
 }
-Status DeviceSegment::Import(int, const DeviceUuid&, uint64_t, std::unique_ptr<DeviceSegment>*) {
+Status DeviceSegment::Import(const std::vector<int>&, const std::vector<uint64_t>&, const DeviceUuid&,
+                             std::unique_ptr<DeviceSegment>*) {
   return RequireCuda("a device buffer");
 }
 DeviceSegment::~DeviceSegment() = default;

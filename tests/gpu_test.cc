@@ -3,6 +3,7 @@
 // the reduction kernels against the host kernels. Each test skips, saying
 // why, on a machine without a usable GPU. Ranks are threads of this process
 // sharing device 0 (the daemon opens their allocations through CUDA IPC).
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -18,7 +19,9 @@
 
 #include "collectives/reduce.h"
 #include "collectives/reference.h"
+#include "gpu/cuda_check.h"
 #include "gpu/cuda_support.h"
+#include "gpu/driver_api.h"
 #include "gpu/reduce_kernels.h"
 #include "gpu/vmm_mapping.h"
 #include "tests/gpu_test_kernels.h"
@@ -488,6 +491,107 @@ TEST(GpuStreamOrdering, AFailedOperationReleasesTheStreamAndReportsAsyncError) {
     EXPECT_EQ(async[r], baton_mismatch) << message[r];
     EXPECT_NE(message[r].find("count"), std::string::npos) << message[r];
   }
+}
+
+// Application memory laid out as PyTorch's expandable segments lay theirs:
+// several cuMemCreate allocations, shareable as POSIX fds, mapped side by
+// side in one reserved address range. Replace() maps a fresh allocation in
+// place of one, as such an allocator does after freeing and growing.
+class SideBySideMappings {
+ public:
+  SideBySideMappings(int device, int pieces) : device_(device), handles_(pieces, 0) {
+    status_ = gpu::GetDriverApi(&api_);
+    if (!status_.ok()) return;
+    size_t g = 0;
+    const CUmemAllocationProp prop = Prop();
+    status_ = gpu::FromCuDriver(api_->mem_get_allocation_granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                                "granularity");
+    piece_ = g;
+    if (status_.ok()) {
+      status_ = gpu::FromCuDriver(api_->mem_address_reserve(&base_, piece_ * pieces, g, 0, 0), "reserve");
+    }
+    for (int i = 0; i < pieces && status_.ok(); ++i) status_ = MapNew(i);
+  }
+  ~SideBySideMappings() {
+    for (size_t i = 0; i < handles_.size(); ++i) Unmap(i);
+    if (base_ != 0) api_->mem_address_free(base_, piece_ * handles_.size());
+  }
+  Status Replace(int i) {
+    Unmap(i);
+    return MapNew(i);
+  }
+  Status status() const { return status_; }
+  uint8_t* data() const { return reinterpret_cast<uint8_t*>(base_); }
+  uint64_t piece_bytes() const { return piece_; }
+
+ private:
+  CUmemAllocationProp Prop() const {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, device_};
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    return prop;
+  }
+  Status MapNew(int i) {
+    const CUmemAllocationProp prop = Prop();
+    BATON_RETURN_IF_ERROR(gpu::FromCuDriver(api_->mem_create(&handles_[i], piece_, &prop, 0), "cuMemCreate"));
+    BATON_RETURN_IF_ERROR(gpu::FromCuDriver(api_->mem_map(base_ + i * piece_, piece_, 0, handles_[i], 0), "cuMemMap"));
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return gpu::FromCuDriver(api_->mem_set_access(base_ + i * piece_, piece_, &access, 1), "cuMemSetAccess");
+  }
+  void Unmap(size_t i) {
+    if (handles_[i] == 0) return;
+    api_->mem_unmap(base_ + i * piece_, piece_);
+    api_->mem_release(handles_[i]);
+    handles_[i] = 0;
+  }
+
+  const gpu::DriverApi* api_ = nullptr;
+  int device_;
+  std::vector<CUmemGenericAllocationHandle> handles_;
+  CUdeviceptr base_ = 0;
+  uint64_t piece_ = 0;
+  Status status_;
+};
+
+// A buffer across three such mappings is one registration of three file
+// descriptors, mapped side by side in batond; after the application maps a
+// fresh allocation in the middle, the next collective registers the span
+// again instead of using the old memory. Checked element by element.
+TEST(GpuDeviceSharing, ABufferAcrossMappingsSideBySideIsOneRegistrationAndFollowsARemap) {
+  SKIP_WITHOUT_GPU();
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("gpu-span"), [&](int rank, baton_comm_t comm) {
+    cudaSetDevice(0);
+    SideBySideMappings memory(0, 3);
+    ASSERT_TRUE(memory.status().ok()) << memory.status().ToString();
+    // From the middle of the first mapping to the middle of the third.
+    const uint64_t count = memory.piece_bytes() * 2 / sizeof(float);
+    float* x = reinterpret_cast<float*>(memory.data() + memory.piece_bytes() / 2);
+    for (int round = 0; round < 2; ++round) {
+      if (round == 1) {
+        ASSERT_TRUE(memory.Replace(1).ok());  // new physical memory in the middle
+      }
+      std::vector<float> host(count);
+      for (uint64_t i = 0; i < count; ++i) host[i] = static_cast<float>((i % 7) + rank + round);
+      ASSERT_EQ(cudaMemcpy(x, host.data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(baton_allreduce(x, x, count, baton_float32, baton_sum, comm, nullptr), baton_success)
+          << baton_get_last_error(comm);
+      ASSERT_EQ(cudaMemcpy(host.data(), x, count * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+      for (uint64_t i = 0; i < count; ++i) {
+        const float want = static_cast<float>(2 * ((i % 7) + round) + 1);
+        if (host[i] != want) {
+          ADD_FAILURE() << "round " << round << " rank " << rank << " element " << i << ": " << host[i] << ", want "
+                        << want;
+          return;
+        }
+      }
+    }
+  });
+  ASSERT_EQ(err, "");
 }
 
 // What batond cannot or may not open is refused with the reason: cuMemCreate

@@ -214,24 +214,35 @@ class PassedPipe {
   int ends_[2] = {-1, -1};
 };
 
-ipc::RegisterDeviceRequest DeviceRegistration(uint32_t sharing) {
+// A registration of `pieces` cuMemCreate mappings of 2 MiB each (none for a
+// CUDA IPC handle).
+ipc::RegisterDeviceRequest DeviceRegistration(uint32_t sharing, uint32_t pieces = 1) {
   ipc::RegisterDeviceRequest reg{};
   reg.h.type = static_cast<uint32_t>(ipc::MsgType::kRegisterDevice);
-  reg.size = 1 << 21;
   reg.sharing = sharing;
+  reg.size = 1 << 21;
+  if (sharing == ipc::kSharePosixFd) {
+    reg.pieces = pieces;
+    reg.size = 0;
+    for (uint32_t i = 0; i < pieces && i < ipc::kMaxDevicePieces; ++i) {
+      reg.piece_bytes[i] = 1 << 21;
+      reg.size += reg.piece_bytes[i];
+    }
+  }
   return reg;
 }
 
-// A cuMemCreate allocation arrives as one file descriptor. Whatever the fd
-// turns out to be (here a pipe, which no GPU can import), batond answers
-// with the reason and closes its copy; the wrong number of fds, or an
-// unknown way of sharing, is refused before anything is opened.
-TEST_F(HostileClient, DeviceRegistrationByFileDescriptorIsCheckedAndTheFdNotKept) {
-  {
+// cuMemCreate memory arrives as one file descriptor per mapping. Whatever
+// the fds turn out to be (here a pipe, which no GPU can import), batond
+// answers with the reason and closes its copies; the wrong number of fds or
+// pieces, sizes that do not add up, or an unknown way of sharing are
+// refused before anything is opened.
+TEST_F(HostileClient, DeviceRegistrationByFileDescriptorIsCheckedAndTheFdsNotKept) {
+  for (uint32_t pieces : {1u, 3u, ipc::kMaxDevicePieces}) {
     PassedPipe pipe;
-    ipc::RegisterDeviceRequest reg = DeviceRegistration(ipc::kSharePosixFd);
+    ipc::RegisterDeviceRequest reg = DeviceRegistration(ipc::kSharePosixFd, pieces);
     ipc::Reply reply;
-    Status st = conn_->Call(&reg, sizeof reg, &reply, nullptr, {pipe.write_end()});
+    Status st = conn_->Call(&reg, sizeof reg, &reply, nullptr, std::vector<int>(pieces, pipe.write_end()));
     EXPECT_FALSE(st.ok());
     if (!gpu::GetCudaSupport().available) {
       EXPECT_EQ(st.code(), Code::kUnavailable) << st.ToString();
@@ -239,29 +250,32 @@ TEST_F(HostileClient, DeviceRegistrationByFileDescriptorIsCheckedAndTheFdNotKept
     } else {  // refused by the device lookup (no GPU has UUID 0) or the import
       EXPECT_NE(st.message().find("GPU buffer of pid "), std::string::npos) << st.message();
     }
-    EXPECT_TRUE(pipe.AllWriteEndsClosed()) << "batond kept the file descriptor of a failed registration";
+    EXPECT_TRUE(pipe.AllWriteEndsClosed()) << "batond kept a file descriptor of a failed registration of " << pieces
+                                           << " pieces";
   }
-  ipc::RegisterDeviceRequest reg = DeviceRegistration(ipc::kSharePosixFd);
-  ipc::Reply reply;
-  Status st = conn_->Call(&reg, sizeof reg, &reply);
-  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
-  EXPECT_NE(st.message().find("a cuMemCreate allocation comes with exactly one file descriptor, not 0"),
-            std::string::npos)
-      << st.message();
-  {
+  auto refused = [&](ipc::RegisterDeviceRequest reg, size_t fds, const std::string& why) {
     PassedPipe pipe;
-    reg = DeviceRegistration(ipc::kShareCudaIpc);
-    st = conn_->Call(&reg, sizeof reg, &reply, nullptr, {pipe.write_end()});
+    ipc::Reply reply;
+    Status st = conn_->Call(&reg, sizeof reg, &reply, nullptr, std::vector<int>(fds, pipe.write_end()));
     EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
-    EXPECT_NE(st.message().find("a CUDA IPC handle comes with no file descriptor, not 1"), std::string::npos)
-        << st.message();
-    EXPECT_TRUE(pipe.AllWriteEndsClosed());
-  }
-  reg = DeviceRegistration(7);
-  st = conn_->Call(&reg, sizeof reg, &reply);
-  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
-  EXPECT_NE(st.message().find("unknown sharing 7 (0: CUDA IPC handle, 1: file descriptor)"), std::string::npos)
-      << st.message();
+    EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+    EXPECT_TRUE(pipe.AllWriteEndsClosed()) << why;
+  };
+  refused(DeviceRegistration(ipc::kSharePosixFd), 0,
+          "1 pieces of cuMemCreate memory come with as many file descriptors, not 0");
+  refused(DeviceRegistration(ipc::kSharePosixFd, 3), 2,
+          "3 pieces of cuMemCreate memory come with as many file descriptors, not 2");
+  refused(DeviceRegistration(ipc::kSharePosixFd, 0), 0, "cuMemCreate memory comes in 1 to 16 pieces, not 0");
+  refused(DeviceRegistration(ipc::kSharePosixFd, 17), 1, "cuMemCreate memory comes in 1 to 16 pieces, not 17");
+  ipc::RegisterDeviceRequest short_by_one = DeviceRegistration(ipc::kSharePosixFd, 2);
+  short_by_one.size += 1;
+  refused(short_by_one, 2, "the pieces hold 4194304 bytes, but the registration claims 4194305");
+  ipc::RegisterDeviceRequest empty_piece = DeviceRegistration(ipc::kSharePosixFd, 2);
+  empty_piece.piece_bytes[1] = 0;
+  refused(empty_piece, 2, "piece 1 claims 0 bytes");
+  refused(DeviceRegistration(ipc::kShareCudaIpc), 1,
+          "a CUDA IPC handle comes with no file descriptor and no pieces, not 1 and 0");
+  refused(DeviceRegistration(7), 0, "unknown sharing 7 (0: CUDA IPC handle, 1: file descriptors)");
   ExpectDaemonServes();
 }
 
@@ -286,7 +300,7 @@ TEST_F(HostileClient, AFileDescriptorOnAnyOtherRequestClosesTheSession) {
   ExpectDaemonServes();
 }
 
-// More fds on one message than any request takes (4 fit batond's buffer)
+// More fds on one message than any request takes (16 fit batond's buffer)
 // also end the session, and none of them is kept.
 TEST_F(HostileClient, MoreFileDescriptorsThanFitEndTheSession) {
   int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -297,7 +311,7 @@ TEST_F(HostileClient, MoreFileDescriptorsThanFitEndTheSession) {
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   PassedPipe pipe;
   ipc::RegisterDeviceRequest reg = DeviceRegistration(ipc::kSharePosixFd);
-  constexpr int kFds = 8;
+  constexpr int kFds = 20;
   int fds[kFds];
   for (int& f : fds) f = pipe.write_end();
   iovec iov{&reg, sizeof reg};

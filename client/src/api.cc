@@ -344,6 +344,9 @@ Status Place(baton_request* req, const void* user, uint64_t bytes, bool copy_in,
   BATON_RETURN_IF_ERROR(baton::gpu::QueryPointer(user, &dev));
   if (dev.on_device) {
     const auto p = reinterpret_cast<uintptr_t>(user);
+    if (dev.sharing == baton::gpu::Sharing::kPosixFd && p + bytes > dev.base + dev.size) {
+      BATON_RETURN_IF_ERROR(baton::gpu::ExtendToCover(&dev, p + bytes));  // mappings side by side
+    }
     if (p - dev.base > dev.size || bytes > dev.size - (p - dev.base)) {
       return Status::InvalidArgument("GPU buffer of " + std::to_string(bytes) + " bytes runs past the end of its " +
                                      std::to_string(dev.size) + "-byte allocation");

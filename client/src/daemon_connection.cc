@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -193,14 +194,26 @@ Status DaemonConnection::ReleaseSegment(uint64_t segment) {
 }
 
 Status DaemonConnection::RegisterDevice(const gpu::DevicePointer& p, uint64_t* segment) {
+  std::vector<uint64_t> piece_ids;
+  for (const gpu::MappedPiece& piece : p.pieces) piece_ids.push_back(piece.buffer_id);
+  uint64_t replaced = 0;  // a shorter or stale registration of a span, released once the new one is in place
   {
     std::lock_guard<std::mutex> lock(seg_mu_);
     if (auto it = device_segments_.find(p.buffer_id); it != device_segments_.end()) {
-      *segment = it->second.segment;
-      return Status::Ok();
+      // A span is reused if it already maps these pieces (it may map more);
+      // a piece mapped anew since has a new id, and the span is replaced.
+      const std::vector<uint64_t>& have = it->second.piece_ids;
+      if (piece_ids.size() <= have.size() && std::equal(piece_ids.begin(), piece_ids.end(), have.begin())) {
+        *segment = it->second.segment;
+        return Status::Ok();
+      }
+      replaced = it->second.segment;
+      device_segments_.erase(it);
     }
   }
+  if (replaced != 0) (void)ReleaseSegment(replaced);  // the daemon may have dropped it already
   PruneFreedDeviceRegistrations();
+  static_assert(gpu::kMaxSpanPieces == ipc::kMaxDevicePieces);
   ipc::RegisterDeviceRequest req{};
   req.h.type = static_cast<uint32_t>(ipc::MsgType::kRegisterDevice);
   gpu::ExportedAllocation exported;
@@ -208,13 +221,19 @@ Status DaemonConnection::RegisterDevice(const gpu::DevicePointer& p, uint64_t* s
   std::memcpy(req.ipc_handle, exported.ipc_handle.data(), exported.ipc_handle.size());
   std::memcpy(req.device_uuid, exported.uuid.data(), exported.uuid.size());
   req.size = p.size;
-  req.sharing = p.sharing == gpu::Sharing::kPosixFd ? ipc::kSharePosixFd : ipc::kShareCudaIpc;
   std::vector<int> pass;
-  if (exported.fd.valid()) pass.push_back(exported.fd.get());
+  if (p.sharing == gpu::Sharing::kPosixFd) {
+    req.sharing = ipc::kSharePosixFd;
+    req.pieces = static_cast<uint32_t>(p.pieces.size());
+    for (size_t i = 0; i < p.pieces.size(); ++i) req.piece_bytes[i] = p.pieces[i].size;
+    for (const UniqueFd& fd : exported.fds) pass.push_back(fd.get());
+  } else {
+    req.sharing = ipc::kShareCudaIpc;
+  }
   ipc::Reply reply;
   BATON_RETURN_IF_ERROR(Call(&req, sizeof req, &reply, nullptr, pass));
   std::lock_guard<std::mutex> lock(seg_mu_);
-  device_segments_[p.buffer_id] = {reply.value, p.base};
+  device_segments_[p.buffer_id] = {reply.value, p.base, std::move(piece_ids)};
   *segment = reply.value;
   return Status::Ok();
 }

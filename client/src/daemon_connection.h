@@ -50,7 +50,8 @@ class DaemonConnection {
 
   // GPU memory. The segment id under which the daemon knows the allocation
   // holding `p` (registered on first use, then cached by the driver's
-  // buffer id, which is never reused).
+  // buffer id, which is never reused; for cuMemCreate memory, `p` may join
+  // several mappings: gpu::ExtendToCover).
   Status RegisterDevice(const gpu::DevicePointer& p, uint64_t* segment);
   // Device memory for baton_mem_alloc_device; registered at once.
   Status AllocDevice(int device, size_t size, void** ptr);
@@ -131,6 +132,7 @@ class DaemonConnection {
   struct DeviceRegistration {
     uint64_t segment = 0;
     uintptr_t base = 0;
+    std::vector<uint64_t> piece_ids;  // cuMemCreate memory: the buffer id of each mapping it joins
   };
   // Drops registrations of allocations the application has freed (cudaFree
   // does not tell us), so that a program that allocates and frees device
