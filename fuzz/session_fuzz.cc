@@ -1,13 +1,21 @@
 // A client process talking to batond over its Unix socket: any sequence of
 // control messages (any sizes, types and contents) into a real Session.
-// The input is a series of [length (2 bytes), message] records; an odd first
-// byte starts with a valid Hello so that the handlers behind it are reached.
+// The input is a first byte, then a series of [length (2 bytes), message]
+// records. Bit 0 of the first byte starts with a valid Hello so that the
+// handlers behind it are reached; bit 1 puts a byte before each record,
+// the number of file descriptors (0..16, of /dev/null) passed with it. After
+// each input the process holds no more fds than before it: batond keeps no
+// fd a client sent, whatever the message.
 // CommInit is left out: it dials the rendezvous address named in the message,
 // and a fuzzer must not send traffic to arbitrary hosts.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "common/fd_passing.h"
@@ -52,10 +60,22 @@ void DrainReplies(int fd) {
   }
 }
 
+// File descriptors this process holds now.
+int OpenFds() {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  int n = 0;
+  while (::readdir(dir) != nullptr) ++n;
+  ::closedir(dir);
+  return n;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static World* world = new World();
+  static const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int fds_before = OpenFds();
   fuzz::Input in(data, size);
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return 0;
@@ -66,23 +86,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ucred cred{::getpid(), ::getuid(), ::getgid()};
   std::make_shared<Session>(world->env, io, std::move(socket), cred, 1, &world->clients)->Start();
 
-  std::vector<std::string> messages;
-  if (in.Take<uint8_t>() & 1) {
+  std::vector<std::pair<std::string, int>> messages;  // message, fds passed with it
+  const uint8_t mode = in.Take<uint8_t>();
+  if (mode & 1) {
     ipc::HelloRequest hello{};
     hello.h.type = static_cast<uint32_t>(ipc::MsgType::kHello);
     hello.version = ipc::kProtocolVersion;
-    messages.emplace_back(reinterpret_cast<const char*>(&hello), sizeof hello);
+    messages.emplace_back(std::string(reinterpret_cast<const char*>(&hello), sizeof hello), 0);
   }
   while (in.left() > 0 && messages.size() < 64) {
+    const int nfds = (mode & 2) ? in.Take<uint8_t>() % 17 : 0;
     std::string m = in.String(ipc::kMaxMessage + 16);
     if (m.size() >= sizeof(ipc::MsgHeader) &&
         reinterpret_cast<const ipc::MsgHeader*>(m.data())->type == static_cast<uint32_t>(ipc::MsgType::kCommInit)) {
       continue;
     }
-    messages.push_back(std::move(m));
+    messages.emplace_back(std::move(m), nfds);
   }
-  for (const std::string& m : messages) {
-    if (::send(client.get(), m.data(), m.size(), MSG_NOSIGNAL) < 0) break;
+  for (const auto& [m, nfds] : messages) {
+    if (!SendWithFds(client.get(), m.data(), m.size(), std::vector<int>(nfds, null_fd)).ok()) break;
     io.restart();
     io.poll();
     DrainReplies(client.get());
@@ -90,5 +112,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   client.reset();  // the client exits
   io.restart();
   io.poll();
+  if (const int fds_after = OpenFds(); fds_after > fds_before) {
+    std::fprintf(stderr, "session_fuzz: %d file descriptors open after the input, %d before\n", fds_after,
+                 fds_before);
+    std::abort();
+  }
   return 0;
 }
