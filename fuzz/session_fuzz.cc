@@ -70,15 +70,10 @@ int OpenFds() {
   return n;
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static World* world = new World();
-  static const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const int fds_before = OpenFds();
-  fuzz::Input in(data, size);
+// One client's session: the messages of `in`, then the client exits.
+void RunSession(World* world, fuzz::Input in, int null_fd) {
   int fds[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return 0;
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return;
   UniqueFd client(fds[1]);
   ::fcntl(client.get(), F_SETFL, O_NONBLOCK);
   boost::asio::io_context io;
@@ -112,6 +107,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   client.reset();  // the client exits
   io.restart();
   io.poll();
+}  // the io_context and whatever the session left in it go here
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static World* world = new World();
+  static const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int fds_before = OpenFds();
+  RunSession(world, fuzz::Input(data, size), null_fd);
   if (const int fds_after = OpenFds(); fds_after > fds_before) {
     std::fprintf(stderr, "session_fuzz: %d file descriptors open after the input, %d before\n", fds_after,
                  fds_before);
