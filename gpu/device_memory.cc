@@ -167,7 +167,7 @@ MappedAllocations& Mapped() {
 
 }  // namespace
 
-Status AllocateDevice(int device, uint64_t bytes, void** out) {
+Status AllocateDevice(int device, uint64_t bytes, void** out, std::string* why_not_fd) {
   BATON_RETURN_IF_ERROR(RequireCuda("baton_mem_alloc_device"));
   if (device < 0 || device >= GetCudaSupport().device_count) {
     return Status::InvalidArgument("device " + std::to_string(device) + " does not exist (this process sees " +
@@ -177,6 +177,7 @@ Status AllocateDevice(int device, uint64_t bytes, void** out) {
   BATON_RETURN_IF_ERROR(GetDriverApi(&api));
   PreserveCurrentContext keep(*api);
   BATON_CUDA_RETURN_IF_ERROR(cudaSetDevice(device), "cudaSetDevice");
+  *why_not_fd = "device " + std::to_string(device) + " cannot export cuMemCreate memory as a POSIX file descriptor";
   if (SupportsShareableVmm(device)) {
     std::unique_ptr<VmmMapping> mapping;
     Status st = VmmMapping::Create(device, bytes, /*shareable=*/true, &mapping);
@@ -188,6 +189,7 @@ Status AllocateDevice(int device, uint64_t bytes, void** out) {
     }
     // A device that claims the support but whose driver (or sandbox)
     // refuses it: cudaMalloc memory serves as well, through CUDA IPC.
+    *why_not_fd = st.ToString();
     static std::once_flag told;
     std::call_once(told, [&] {
       BATON_WARN("baton_mem_alloc_device: {}; using cudaMalloc (legacy CUDA IPC) instead", st.ToString());

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -66,8 +67,9 @@ Status ExportAllocation(const DevicePointer& ptr, ExportedAllocation* out);
 
 // Memory for baton_mem_alloc_device on `device`: from cuMemCreate,
 // exportable as a POSIX fd, where the device supports that; from cudaMalloc
-// otherwise. Either way batond can open it.
-Status AllocateDevice(int device, uint64_t bytes, void** out);
+// otherwise, with the reason in *why_not_fd (for a batond that takes fds
+// only). Either way batond can open it.
+Status AllocateDevice(int device, uint64_t bytes, void** out, std::string* why_not_fd);
 // Frees memory from AllocateDevice.
 Status FreeDevice(void* p);
 

@@ -31,7 +31,7 @@ Status QueryPointer(const void*, DevicePointer* out) {
 Status ExtendToCover(DevicePointer*, uintptr_t) { return RequireCuda("a device buffer"); }
 bool StillAllocated(uintptr_t, uint64_t) { return false; }
 Status ExportAllocation(const DevicePointer&, ExportedAllocation*) { return RequireCuda("a device buffer"); }
-Status AllocateDevice(int, uint64_t, void**) { return RequireCuda("baton_mem_alloc_device"); }
+Status AllocateDevice(int, uint64_t, void**, std::string*) { return RequireCuda("baton_mem_alloc_device"); }
 Status FreeDevice(void*) { return RequireCuda("freeing device memory"); }
 
 Status FindDevice(const DeviceUuid&, int*) { return RequireCuda("a device buffer"); }

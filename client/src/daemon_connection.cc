@@ -258,11 +258,16 @@ void DaemonConnection::PruneFreedDeviceRegistrations() {
 
 Status DaemonConnection::AllocDevice(int device, size_t size, void** ptr) {
   void* p = nullptr;
-  BATON_RETURN_IF_ERROR(gpu::AllocateDevice(device, size, &p));
+  std::string why_not_fd;
+  BATON_RETURN_IF_ERROR(gpu::AllocateDevice(device, size, &p, &why_not_fd));
   gpu::DevicePointer info;
   uint64_t segment = 0;
   Status st = gpu::QueryPointer(p, &info);
   if (st.ok()) st = RegisterDevice(info, &segment);
+  if (st.code() == Code::kPermissionDenied && info.sharing == gpu::Sharing::kCudaIpc) {
+    // A batond that takes fds only, and a GPU that could not give one.
+    st = st.WithContext("baton_mem_alloc_device fell back to cudaMalloc because " + why_not_fd + ": ");
+  }
   if (!st.ok()) {
     (void)gpu::FreeDevice(p);
     return st;
