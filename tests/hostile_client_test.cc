@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "common/ipc_protocol.h"
 #include "common/mapping.h"
 #include "common/types.h"
+#include "common/unique_fd.h"
 #include "gpu/cuda_support.h"
 #include "tests/rank_threads.h"
 
@@ -35,6 +37,24 @@ class HostileClient : public ::testing::Test {
     cluster_ = StartCluster(1);
     ASSERT_TRUE(cluster_->status().ok());
     ASSERT_TRUE(DaemonConnection::Get(cluster_->socket(0), &conn_).ok());
+  }
+
+  // A second connection to the daemon, speaking the raw protocol, for
+  // messages DaemonConnection would never send.
+  UniqueFd ConnectRaw() const {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    EXPECT_TRUE(fd.valid());
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, cluster_->socket(0).c_str(), sizeof addr.sun_path - 1);
+    EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+    return fd;
+  }
+
+  // Whether the daemon hung up on `fd` without a reply.
+  static bool HungUp(const UniqueFd& fd) {
+    char buf[16];
+    return ::recv(fd.get(), buf, sizeof buf, 0) == 0;
   }
 
   // The CommInit message of rank `rank` of `nranks` in `job` (communicator "world").
@@ -282,20 +302,14 @@ TEST_F(HostileClient, DeviceRegistrationByFileDescriptorIsCheckedAndTheFdsNotKep
 // A file descriptor on any other request is a protocol violation: batond
 // hangs up on that client (closing the fd) and serves everyone else.
 TEST_F(HostileClient, AFileDescriptorOnAnyOtherRequestClosesTheSession) {
-  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, cluster_->socket(0).c_str(), sizeof addr.sun_path - 1);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  UniqueFd fd = ConnectRaw();
+  ASSERT_FALSE(HasFailure());
   PassedPipe pipe;
   ipc::HelloRequest hello{};
   hello.h = {static_cast<uint32_t>(ipc::MsgType::kHello), 1};
   hello.version = ipc::kProtocolVersion;
-  ASSERT_TRUE(SendWithFds(fd, &hello, sizeof hello, {pipe.write_end()}).ok());
-  char buf[16];
-  EXPECT_EQ(::recv(fd, buf, sizeof buf, 0), 0);  // no Hello reply: the daemon hung up
-  ::close(fd);
+  ASSERT_TRUE(SendWithFds(fd.get(), &hello, sizeof hello, {pipe.write_end()}).ok());
+  EXPECT_TRUE(HungUp(fd));  // no Hello reply
   EXPECT_TRUE(pipe.AllWriteEndsClosed());
   ExpectDaemonServes();
 }
@@ -303,12 +317,8 @@ TEST_F(HostileClient, AFileDescriptorOnAnyOtherRequestClosesTheSession) {
 // More fds on one message than any request takes (16 fit batond's buffer)
 // also end the session, and none of them is kept.
 TEST_F(HostileClient, MoreFileDescriptorsThanFitEndTheSession) {
-  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, cluster_->socket(0).c_str(), sizeof addr.sun_path - 1);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  UniqueFd fd = ConnectRaw();
+  ASSERT_FALSE(HasFailure());
   PassedPipe pipe;
   ipc::RegisterDeviceRequest reg = DeviceRegistration(ipc::kSharePosixFd);
   constexpr int kFds = 20;
@@ -326,10 +336,8 @@ TEST_F(HostileClient, MoreFileDescriptorsThanFitEndTheSession) {
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof fds);
   std::memcpy(CMSG_DATA(c), fds, sizeof fds);
-  ASSERT_EQ(::sendmsg(fd, &msg, 0), static_cast<ssize_t>(sizeof reg));
-  char buf[16];
-  EXPECT_EQ(::recv(fd, buf, sizeof buf, 0), 0);  // hung up on us without a reply
-  ::close(fd);
+  ASSERT_EQ(::sendmsg(fd.get(), &msg, 0), static_cast<ssize_t>(sizeof reg));
+  EXPECT_TRUE(HungUp(fd));
   EXPECT_TRUE(pipe.AllWriteEndsClosed());
   ExpectDaemonServes();
 }
@@ -742,17 +750,11 @@ TEST_F(HostileClient, AbortByOneRankFailsTheOthers) {
 
 TEST_F(HostileClient, ProtocolViolationsCloseOnlyThatSession) {
   // A second raw connection that sends a malformed control message.
-  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, cluster_->socket(0).c_str(), sizeof addr.sun_path - 1);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  UniqueFd fd = ConnectRaw();
+  ASSERT_FALSE(HasFailure());
   const char garbage[7] = {1, 2, 3, 4, 5, 6, 7};
-  ASSERT_EQ(::send(fd, garbage, sizeof garbage, 0), 7);
-  char buf[16];
-  EXPECT_EQ(::recv(fd, buf, sizeof buf, 0), 0);  // the daemon hung up on us
-  ::close(fd);
+  ASSERT_EQ(::send(fd.get(), garbage, sizeof garbage, 0), 7);
+  EXPECT_TRUE(HungUp(fd));
   // A descriptor naming a completion slot out of range also ends the session;
   // our main connection keeps working for the test below only if it did not
   // do that, so use the public API instead of conn_ to check the daemon.

@@ -22,52 +22,15 @@ import sys
 import torch
 import torch.distributed as dist
 
+from checks import FAILURES, check, data, expect_error, reference, run_tests
+
 RANK = 0
 WORLD = 1
 DEVICE = None
-FAILURES = []
-
-
-def check(name, got, expected):
-    """Element-by-element equality on the host; records the first difference."""
-    got = got.cpu()
-    expected = expected.cpu()
-    if got.dtype != expected.dtype or got.shape != expected.shape:
-        FAILURES.append(f"{name}: got {got.dtype}{tuple(got.shape)}, expected {expected.dtype}{tuple(expected.shape)}")
-        return
-    diff = (got != expected).reshape(-1).nonzero()
-    if diff.numel() > 0:
-        i = diff[0].item()
-        FAILURES.append(f"{name}: {diff.numel()} wrong elements, first at {i}: got {got.reshape(-1)[i].item()}, "
-                        f"expected {expected.reshape(-1)[i].item()}")
-
-
-def expect_error(name, fn, *fragments):
-    try:
-        fn()
-    except RuntimeError as e:
-        missing = [f for f in fragments if f not in str(e)]
-        if missing:
-            FAILURES.append(f"{name}: error message lacks {missing}: {e}")
-        return
-    FAILURES.append(f"{name}: no error raised")
-
-
-def data(rank, n, dtype, salt=0):
-    """Rank `rank`'s input, on the host: small integers, exact in every dtype and sum."""
-    v = (torch.arange(n, dtype=torch.int64) * (rank + 3 + salt) + rank) % 5 + 1
-    return v.to(dtype)
 
 
 def on_gpu(t):
     return t.to(DEVICE)
-
-
-def reference(op, tensors):
-    stack = torch.stack([t.to(torch.float64) for t in tensors])
-    r = {dist.ReduceOp.SUM: lambda: stack.sum(0), dist.ReduceOp.PRODUCT: lambda: stack.prod(0),
-         dist.ReduceOp.MIN: lambda: stack.min(0).values, dist.ReduceOp.MAX: lambda: stack.max(0).values}[op]()
-    return r.to(tensors[0].dtype)
 
 
 def everyone(n, dtype, salt=0):
@@ -247,16 +210,10 @@ def main():
     torch.cuda.set_device(DEVICE)
     tests = [test_allreduce, test_broadcast_reduce, test_gathers_and_scatters, test_alltoall_and_p2p,
              test_mixed_host_and_cuda, test_stream_order, test_async_work_orders_the_waiting_stream]
-    for test in tests:
-        before = len(FAILURES)
-        test()
-        torch.cuda.synchronize(DEVICE)
-        print(f"{test.__name__}: {'ok' if len(FAILURES) == before else 'FAILED'}", flush=True)
-    for f in FAILURES:
-        print(f"FAIL rank {RANK}: {f}", flush=True)
+    status = run_tests(tests, RANK, after_each=lambda: torch.cuda.synchronize(DEVICE))
     dist.barrier()
     dist.destroy_process_group()
-    return 1 if FAILURES else 0
+    return status
 
 
 if __name__ == "__main__":

@@ -15,60 +15,13 @@ import torch
 import torch.distributed as dist
 
 import baton_torch  # noqa: F401  (registers backend "baton")
+from checks import FAILURES, check, data, expect_error, reference, run_tests
 
 RANK = 0
 WORLD = 1
-FAILURES = []
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.int8,
           torch.uint8]
-
-
-def check(name, got, expected):
-    """Element-by-element equality; records the first differing element."""
-    if got.dtype != expected.dtype or got.shape != expected.shape:
-        FAILURES.append(f"{name}: got {got.dtype}{tuple(got.shape)}, expected {expected.dtype}{tuple(expected.shape)}")
-        return
-    diff = (got != expected).reshape(-1).nonzero()
-    if diff.numel() > 0:
-        i = diff[0].item()
-        FAILURES.append(f"{name}: {diff.numel()} wrong elements, first at {i}: got {got.reshape(-1)[i].item()}, "
-                        f"expected {expected.reshape(-1)[i].item()}")
-
-
-def expect_error(name, fn, *fragments):
-    """fn() must raise RuntimeError whose message has every fragment."""
-    try:
-        fn()
-    except RuntimeError as e:
-        msg = str(e)
-        missing = [f for f in fragments if f not in msg]
-        if missing:
-            FAILURES.append(f"{name}: error message lacks {missing}: {msg}")
-        return msg
-    FAILURES.append(f"{name}: no error raised")
-    return None
-
-
-def data(rank, n, dtype, salt=0):
-    """Rank `rank`'s input: small integers, exact in every dtype and sum."""
-    v = (torch.arange(n, dtype=torch.int64) * (rank + 3 + salt) + rank) % 5 + 1
-    return v.to(dtype)
-
-
-def reference(op, tensors):
-    stack = torch.stack([t.to(torch.float64) for t in tensors])
-    if op == dist.ReduceOp.SUM:
-        r = stack.sum(0)
-    elif op == dist.ReduceOp.PRODUCT:
-        r = stack.prod(0)
-    elif op == dist.ReduceOp.MIN:
-        r = stack.min(0).values
-    elif op == dist.ReduceOp.MAX:
-        r = stack.max(0).values
-    else:
-        raise ValueError(op)
-    return r.to(tensors[0].dtype)
 
 
 def test_allreduce():
@@ -298,16 +251,11 @@ def main():
              test_timeout]
     if "--quick" in sys.argv:
         tests = [test_allreduce_coalesced, test_broadcast_reduce, test_allgather, test_async]
-    for test in tests:
-        before = len(FAILURES)
-        test()
-        print(f"{test.__name__}: {'ok' if len(FAILURES) == before else 'FAILED'}", flush=True)
-    for f in FAILURES:
-        print(f"FAIL rank {RANK}: {f}", flush=True)
+    status = run_tests(tests, RANK)
     # Rank 0 hosts torch's store: it must not exit while others still use it.
     dist.barrier()
     dist.destroy_process_group()
-    return 1 if FAILURES else 0
+    return status
 
 
 if __name__ == "__main__":
