@@ -81,7 +81,9 @@ Status GrpcSecurity::AuthorizeAdmin(const grpc::ServerContext& ctx) {
   const Config& c = Global();
   if (!c.tls) {
     if (IsLocalPeer(ctx.peer())) return Status::Ok();
-    return Status::PermissionDenied("admin actions from " + ctx.peer() +
+    // A peer gRPC could not name (an in-process call, as the fuzzer makes) is not local either.
+    const std::string peer = ctx.peer().empty() ? "an unknown peer" : ctx.peer();
+    return Status::PermissionDenied("admin actions from " + peer +
                                     " are refused: without TLS only callers on this host may take them "
                                     "(configure tls-cert/tls-key/tls-ca and admin-cns for remote operators)");
   }
