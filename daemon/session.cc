@@ -562,7 +562,7 @@ void Session::OnCommDestroy(const ipc::CommDestroyRequest& req) {
   if (!m.comm) return Reply(req.h.request_id, Status::InvalidArgument("destroy of an unknown communicator handle"));
   {
     std::lock_guard<std::mutex> ring_lock(ring_mu_);  // what guards gates_
-    RetireIdleGates();  // the handle's gate, unless operations are still queued in it
+    RetireIdleGates();  // the handle's gate ends now, or when the operations queued in it are done
   }
   ReleaseCommCharge();
   m.comm->Detach(m.rank, req.abort ? Status::Aborted("rank " + std::to_string(m.rank) + " of " + m.comm->Describe() +
@@ -724,8 +724,16 @@ void Session::RetireIdleGates() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [handle, m] : comms_) live.insert(handle);
   }
-  // A gate with nothing queued has its thread waiting for work: it ends at once.
-  std::erase_if(gates_, [&](const auto& g) { return !live.contains(g.first) && !g.second->busy(); });
+  // A gate with nothing queued has its thread waiting for work: it ends at
+  // once. One still busy (an operation queued, or one it has just submitted
+  // and not yet counted off) ends its thread by itself when it drains, and
+  // the object goes at a later call.
+  std::erase_if(gates_, [&](const auto& g) {
+    if (live.contains(g.first)) return false;
+    if (!g.second->busy()) return true;
+    g.second->Retire();
+    return false;
+  });
 }
 
 Status Session::ResolveBuffer(const ipc::BufferRef& ref, uint64_t bytes, const char* which, uint8_t** ptr,

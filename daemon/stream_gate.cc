@@ -28,6 +28,14 @@ void StreamGate::Stop() {
   state_->cv.notify_all();
 }
 
+void StreamGate::Retire() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->retiring = true;
+  }
+  state_->cv.notify_all();
+}
+
 bool StreamGate::busy() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return !state_->queue.empty() || state_->in_hand > 0;
@@ -47,8 +55,8 @@ void StreamGate::Run(const std::shared_ptr<State>& state) {
     Entry e;
     {
       std::unique_lock<std::mutex> lock(state->mu);
-      state->cv.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
-      if (state->queue.empty()) return;  // stopping, nothing left
+      state->cv.wait(lock, [&] { return state->stopping || state->retiring || !state->queue.empty(); });
+      if (state->queue.empty()) return;  // stopping or retired, nothing left
       e = std::move(state->queue.front());
       state->queue.pop_front();
       ++state->in_hand;

@@ -42,6 +42,10 @@ class StreamGate {
   // Operations still queued, or waiting for their stream, finish with an
   // error (the client is gone). Returns at once.
   void Stop();
+  // The communicator is gone: the thread ends as soon as the queue is
+  // empty (at once if it is), instead of waiting for work that cannot come.
+  // Queued operations still finish as they would have.
+  void Retire();
   // True while an operation is queued or being prepared: later operations
   // of the session must then go through the gate too.
   bool busy() const;
@@ -62,6 +66,7 @@ class StreamGate {
     std::deque<Entry> queue;
     int in_hand = 0;  // popped, not yet submitted
     std::atomic<bool> stopping{false};
+    bool retiring = false;
   };
   static void Run(const std::shared_ptr<State>& state);
 

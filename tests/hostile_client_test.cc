@@ -10,6 +10,7 @@
 #include <sys/un.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -120,6 +121,18 @@ class HostileClient : public ::testing::Test {
       if (std::getline(comm, line) && line == name) ++n;
     }
     return n;
+  }
+
+  // ThreadsNamed once it has come to `n`, or after a few seconds: a joined
+  // thread stays listed in /proc for a moment after it ended.
+  int ThreadsNamedSettlingAt(const std::string& name, int n) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    int now = ThreadsNamed(name);
+    while (now != n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      now = ThreadsNamed(name);
+    }
+    return now;
   }
 
   // The daemon still serves a well-behaved job.
@@ -528,7 +541,8 @@ TEST_F(StreamOrderedProtocol, TheGateOfADestroyedCommunicatorEnds) {
     destroy.comm = comm;
     ipc::Reply reply;
     ASSERT_TRUE(conn_->Call(&destroy, sizeof destroy, &reply).ok());
-    EXPECT_EQ(ThreadsNamed("batond-gate"), 0) << "round " << round << ": the destroyed communicator's gate is still running";
+    EXPECT_EQ(ThreadsNamedSettlingAt("batond-gate", 0), 0)
+        << "round " << round << ": the destroyed communicator's gate is still running";
   }
   ExpectDaemonServes();
 }
