@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,9 +23,17 @@ TEST(Faults, RankKilledMidCollectiveFailsTheOthersWithItsName) {
   ASSERT_TRUE(cluster->status().ok());
   const std::string job = UniqueJob("kill");
   // Rank 1 is a separate process on node 0; ranks 0 (node 0) and 2 (node 1) are threads here.
-  pid_t victim = SpawnRank(*cluster, 0, job, 3, 1, "hang");
+  UniqueFd victim_says;
+  pid_t victim = SpawnRank(*cluster, 0, job, 3, 1, "hang", &victim_says);
+  std::atomic<int> calling{0};  // ranks 0 and 2 past init, calling the AllReduce
   std::thread killer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    // Killed once it has joined (it says "ready" after its init returned)
+    // and the others are calling, however slowly this machine runs; the
+    // pause lets their operation reach the daemons first, and the result
+    // must be the same if it has not.
+    EXPECT_EQ(FirstLine(victim_says.get()), "ready");
+    while (calling.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     ::kill(victim, SIGKILL);
   });
   std::vector<Outcome> out(3);
@@ -33,7 +42,9 @@ TEST(Faults, RankKilledMidCollectiveFailsTheOthersWithItsName) {
   for (int r : {0, 2}) {
     ranks.emplace_back([&, r] {
       baton_comm_t comm = nullptr;
-      ASSERT_EQ(InitRank(*cluster, r == 0 ? 0 : 1, job, 3, r, &comm), baton_success) << baton_get_last_error(nullptr);
+      const baton_result_t init = InitRank(*cluster, r == 0 ? 0 : 1, job, 3, r, &comm);
+      ++calling;  // also when init failed: the killer must not wait forever
+      ASSERT_EQ(init, baton_success) << baton_get_last_error(nullptr);
       out[r] = TimedAllReduce(comm);
       baton_comm_destroy(comm);
     });

@@ -72,12 +72,7 @@ std::string ReadAll(int fd) {
 }
 
 // Blocks until the child printed its first line ("ready"), or exited.
-std::string FirstLine(const Child& c) {
-  std::string line;
-  char ch;
-  while (::read(c.out_fd, &ch, 1) == 1 && ch != '\n') line += ch;
-  return line;
-}
+std::string FirstLine(const Child& c) { return baton::test::FirstLine(c.out_fd); }
 
 Result Finish(Child& c, bool kill_first = false) {
   if (kill_first) ::kill(c.pid, SIGKILL);

@@ -1,5 +1,6 @@
 #include "tests/rank_threads.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -92,7 +93,8 @@ std::string RunRanks(const LocalCluster& cluster, const std::vector<int>& node_o
   return first_error;
 }
 
-pid_t SpawnRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank, const char* mode) {
+pid_t SpawnRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank, const char* mode,
+                UniqueFd* stdout_pipe) {
   std::vector<std::string> env = {"BATON_SOCKET=" + cluster.socket(node), "BATON_RENDEZVOUS=" + cluster.rendezvous(),
                                   "BATON_JOB_ID=" + job, "BATON_WORLD_SIZE=" + std::to_string(world),
                                   "BATON_RANK=" + std::to_string(rank), "PATH=/usr/bin:/bin"};
@@ -102,9 +104,27 @@ pid_t SpawnRank(const LocalCluster& cluster, int node, const std::string& job, i
   std::string bin = TestProgram("baton_test_rank", BATON_TEST_RANK_PATH);
   std::string m = mode;
   char* argv[] = {bin.data(), m.data(), nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  UniqueFd write_end;
+  if (stdout_pipe != nullptr) {
+    int fds[2];
+    EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0);  // dup2 in the child clears CLOEXEC on its stdout
+    stdout_pipe->reset(fds[0]);
+    write_end.reset(fds[1]);
+    posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
+  }
   pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, bin.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+  EXPECT_EQ(posix_spawn(&pid, bin.c_str(), &actions, nullptr, argv, envp.data()), 0);
+  posix_spawn_file_actions_destroy(&actions);
   return pid;
+}
+
+std::string FirstLine(int fd) {
+  std::string line;
+  char ch;
+  while (::read(fd, &ch, 1) == 1 && ch != '\n') line += ch;
+  return line;
 }
 
 }  // namespace baton::test

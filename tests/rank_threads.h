@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "baton/baton.h"
+#include "common/unique_fd.h"
 #include "tools/launcher/local_cluster.h"
 
 namespace baton::test {
@@ -52,8 +53,15 @@ Outcome TimedAllReduce(baton_comm_t comm);
 // Starts tests/helpers/test_rank as rank `rank` of `world` in `job`, on the
 // daemon of `node`, a process of its own; `mode` says what it does there
 // ("allreduce", "hang", "exit", "alloc": see test_rank.cc). Reap it with
-// waitpid.
-pid_t SpawnRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank, const char* mode);
+// waitpid. With `stdout_pipe`, its standard output comes to the test
+// through that pipe (see FirstLine), so that a test can wait for what the
+// rank says instead of guessing how long it takes.
+pid_t SpawnRank(const LocalCluster& cluster, int node, const std::string& job, int world, int rank, const char* mode,
+                UniqueFd* stdout_pipe = nullptr);
+
+// The first line read from `fd` (without its newline): blocks until one has
+// come or the writer is gone.
+std::string FirstLine(int fd);
 
 // A unique job id per call, so tests never collide in rendezvous.
 std::string UniqueJob(const std::string& prefix);
