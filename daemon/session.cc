@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/cross_process_order.h"
 #include "common/fd_passing.h"
 #include "common/futex.h"
 #include "common/logging.h"
@@ -802,10 +803,14 @@ Status Session::Validate(const ipc::Descriptor& d, LocalOp* op, Membership* memb
 void Session::Complete(uint32_t completion, const Status& st) {
   if (completion >= ipc::kCompletions || ring_->data() == nullptr) return;
   ipc::Completion& c = ring_view_.completions[completion];
+  // The slot's previous result may have come from another daemon thread;
+  // the client, which saw it and reused the slot, orders the two.
+  CrossProcessAcquire(&c);
   c.code = static_cast<int32_t>(st.code());
   const size_t n = std::min(st.message().size(), sizeof c.message - 1);
   std::memcpy(c.message, st.message().data(), n);
   c.message[n] = '\0';
+  CrossProcessRelease(&c);
   c.state.store(ipc::kDone, std::memory_order_seq_cst);
   // A client still spinning sees the state change without a system call.
   if (c.client_sleeping.load(std::memory_order_seq_cst) != 0) FutexWakeAll(&c.state);
