@@ -14,14 +14,29 @@
 #   scripts/gpu-check.sh --bundle DIR [OUTDIR]
 #       runs the programs packed by scripts/gpu-bundle.sh instead, for a GPU
 #       machine without Baton's dependencies or a package archive
+#   scripts/gpu-check.sh --budget SECONDS ...
+#       fits the whole check into SECONDS of wall time (a lent GPU machine's
+#       command limit): each part's time limit is cut to what is left, less
+#       a share kept for every part after it, and a part with no time left
+#       is skipped, saying so (and failing the check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage="usage: scripts/gpu-check.sh [--budget SECONDS] [--bundle DIR] [OUTDIR]"
 bundle=
-if [[ ${1:-} == --bundle ]]; then
-  bundle=${2:?usage: scripts/gpu-check.sh --bundle DIR [OUTDIR]}
+budget=
+while [[ ${1:-} == --* ]]; do
+  case $1 in
+    --bundle) bundle=${2:?$usage} ;;
+    --budget)
+      budget=${2:?$usage}
+      [[ $budget =~ ^[0-9]+$ ]] || { echo "gpu-check: --budget takes whole seconds, not '$budget'" >&2; exit 2; }
+      ;;
+    *) echo "gpu-check: unknown option $1; $usage" >&2; exit 2 ;;
+  esac
   shift 2
-fi
+done
 out=${1:-gpu-results}
+started=$SECONDS  # the budget counts from here: the bundle's copy or the build included
 mkdir -p "$out"
 if ! nvidia-smi -L >"$out/gpus.txt" 2>&1; then
   echo "gpu-check: no NVIDIA GPU or driver here (nvidia-smi failed); the CPU suite is scripts/test.sh" >&2
@@ -32,8 +47,39 @@ cat "$out/gpus.txt"
 
 status=0
 # Each part has a time limit, so that one that hangs (a GPU feature this
-# machine's runtime lacks) leaves time and output for the others.
-limit() { timeout -k 10 "$@"; }
+# machine's runtime lacks) leaves time and output for the others. Under
+# --budget, part_time CAP NAME sets `part_limit` to CAP cut to the time left
+# less kReserve seconds for each part still to come (parts_left counts
+# them), but never to less than half of what is left: the earlier parts
+# matter more (the tests before the benchmarks). With under 15 s left it
+# says the part is skipped and returns 1. It runs in this shell (not in a
+# pipeline's subshell) so that the count holds.
+parts_left=9  # kernels, GPU tests, 6 AllReduce configurations, PyTorch
+kReserve=20
+part_limit=0
+part_time() {
+  local cap=$1 name=$2
+  parts_left=$((parts_left - 1))
+  part_limit=$cap
+  [[ -z $budget ]] && return 0
+  local left=$((budget - (SECONDS - started) - 10))  # 10: timeout's grace before it kills
+  if ((left < 15)); then
+    echo "gpu-check: skipped $name: the --budget of ${budget} s is spent" | tee -a "$out/skipped.txt" >&2
+    status=1
+    return 1
+  fi
+  local share=$((left - parts_left * kReserve))
+  ((share < left / 2)) && share=$((left / 2))
+  ((share < cap)) && part_limit=$share
+  echo "gpu-check: $name: up to ${part_limit} s (${left} s of the budget left)" >&2
+  return 0
+}
+limit() {
+  local rc=0
+  timeout -k 10 "$part_limit" "$@" || rc=$?
+  ((rc == 124 || rc == 137)) && echo "gpu-check: $(basename "$1") ran past its ${part_limit} s limit and was stopped" >&2
+  return $rc
+}
 if [[ -n $bundle ]]; then
   # The bundle's programs name their loader and libraries by absolute path
   # under the root it was packed for (scripts/gpu-bundle.sh).
@@ -62,18 +108,22 @@ else
 fi
 # The kernels first: they need nothing but the driver, so they tell whether
 # CUDA works here at all before anything needs CUDA IPC between processes.
-limit 120 "$bin/baton-gpu-bench" kernels -b 1M -e 1G -n 20 2>&1 | tee "$out/kernels.txt" || status=1
-if [[ -n $bundle ]]; then
+if part_time 120 "the kernel benchmark"; then
+  limit "$bin/baton-gpu-bench" kernels -b 1M -e 1G -n 20 2>&1 | tee "$out/kernels.txt" || status=1
+fi
+if ! part_time 420 "the GPU tests"; then
+  :
+elif [[ -n $bundle ]]; then
   # The tests start batond, batonctl and baton_test_rank from here.
   export BATON_TEST_BIN_DIR=$bin
-  limit 420 "$bin/baton_gpu_tests" 2>&1 | tee "$out/gpu-tests.txt" || status=1
+  limit "$bin/baton_gpu_tests" 2>&1 | tee "$out/gpu-tests.txt" || status=1
   skipped="\[  SKIPPED \]"
 else
-  (cd "$build" && limit 420 ctest -L gpu --output-on-failure --timeout 400) 2>&1 | tee "$out/gpu-tests.txt" || status=1
+  (cd "$build" && limit ctest -L gpu --output-on-failure --timeout 400) 2>&1 | tee "$out/gpu-tests.txt" || status=1
   skipped="Skipped"
 fi
 # A skipped GPU test on a GPU machine is a failure: check for skips too.
-if grep -q "$skipped" "$out/gpu-tests.txt"; then
+if [[ -e $out/gpu-tests.txt ]] && grep -q "$skipped" "$out/gpu-tests.txt"; then
   echo "gpu-check: GPU tests were skipped on a machine with a GPU" >&2
   status=1
 fi
@@ -85,15 +135,18 @@ for cfg in "1 2" "1 4" "2 1" "4 1" "1 2 off" "1 4 spread"; do
     off) daemon_args=(--daemon-arg --gpu-collectives --daemon-arg off) note=", --gpu-collectives off (staged through host memory)" ;;
     spread) daemon_args=(--daemon-arg --gpu-allreduce --daemon-arg spread) note=", --gpu-allreduce spread" ;;
   esac
+  part_time 120 "AllReduce ${1}x${2}${3:+ $3}" || continue
   echo "# ${1} node(s) x ${2} rank(s)$note" | tee -a "$out/allreduce.txt"
-  limit 120 "$bin/baton-run" --nodes "$1" --ranks-per-node "$2" "${daemon_args[@]}" -- \
+  limit "$bin/baton-run" --nodes "$1" --ranks-per-node "$2" "${daemon_args[@]}" -- \
     "$bin/baton-gpu-bench" allreduce -b 8 -e 256M -n 10 2>&1 | tee -a "$out/allreduce.txt" || status=1
 done
 # Last, the PyTorch backend's CUDA tensors, built against this machine's
 # torch (a skip, status 77, says what is missing and fails nothing).
 client_lib=${root:+$root/client-lib}
 torch_status=0
-limit 400 scripts/gpu-torch-check.sh "$bin" "${client_lib:-$build/lib}" "$out" 2>&1 | tee "$out/torch.txt" ||
-  torch_status=${PIPESTATUS[0]}
+if part_time 400 "the PyTorch check"; then
+  limit scripts/gpu-torch-check.sh "$bin" "${client_lib:-$build/lib}" "$out" 2>&1 | tee "$out/torch.txt" ||
+    torch_status=${PIPESTATUS[0]}
+fi
 [[ $torch_status == 0 || $torch_status == 77 ]] || status=1
 exit $status
