@@ -81,4 +81,4 @@ done
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) from $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' with uncommitted changes')"
   echo "cuda $(/usr/local/cuda/bin/nvcc --version 2>/dev/null | awk '/release/ {print $5 $6}')"
 } >"$out/BUNDLE"
-echo "gpu-bundle: $out ($(du -sh "$out" | cut -f1)); run it with: scripts/gpu-check.sh --bundle $out [OUTDIR]"
+echo "gpu-bundle: $out ($(du -sh "$out" | cut -f1)); run it with: scripts/gpu-check.sh [--budget SECONDS] --bundle $out [OUTDIR]"
