@@ -6,9 +6,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/ipc_protocol.h"
+
 namespace baton {
 namespace {
-constexpr size_t kMaxFds = 16;  // a RegisterDevice of a span (ipc_protocol.h)
+constexpr size_t kMaxFds = ipc::kMaxDevicePieces;  // a RegisterDevice of a span
 }
 
 Status SendWithFds(int sock, const void* data, size_t len, const std::vector<int>& fds) {

@@ -40,7 +40,7 @@
 
 namespace baton::ipc {
 
-inline constexpr uint32_t kProtocolVersion = 5;
+inline constexpr uint32_t kProtocolVersion = 6;
 inline constexpr size_t kMaxMessage = 4096;
 
 enum class MsgType : uint32_t {
@@ -123,7 +123,12 @@ enum DeviceSharing : uint32_t {
   kShareCudaIpc = 0,  // ipc_handle: cudaIpcMemHandle_t of a cudaMalloc allocation
   kSharePosixFd = 1,  // the fds: cuMemCreate allocations (cuMemExportToShareableHandle)
 };
-inline constexpr uint32_t kMaxDevicePieces = 16;  // cuMemCreate allocations mapped side by side
+// The most cuMemCreate allocations one registration maps side by side, each
+// passed as an fd. PyTorch's expandable segments map 20 MiB at a time, so a
+// 1 GiB tensor spans 52; 128 covers 2.5 GiB. Bounded by the kernel (at most
+// 253 fds on one message, SCM_MAX_FD) and by the fds a client holds open
+// while it registers.
+inline constexpr uint32_t kMaxDevicePieces = 128;
 struct RegisterDeviceRequest {
   MsgHeader h;
   uint8_t ipc_handle[64];   // kShareCudaIpc only
@@ -203,6 +208,7 @@ struct alignas(64) RingControl {
   std::atomic<uint32_t> client_waiting;  // 1: the client waits on `head` for a free slot (client writes)
 };
 static_assert(sizeof(RingControl) <= 4096);
+static_assert(sizeof(RegisterDeviceRequest) <= kMaxMessage);
 
 inline constexpr uint32_t kRingSlots = 256;
 inline constexpr uint32_t kCompletions = 1024;

@@ -29,7 +29,7 @@ struct MappedPiece {
   uint64_t buffer_id = 0;  // changes when the range is unmapped and mapped again
 };
 // The most mappings one registration joins (ExtendToCover).
-inline constexpr size_t kMaxSpanPieces = 16;
+inline constexpr size_t kMaxSpanPieces = 128;  // ipc::kMaxDevicePieces (asserted where both are seen)
 
 struct DevicePointer {
   bool on_device = false;  // false: host memory (always, without CUDA)

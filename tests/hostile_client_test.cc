@@ -298,8 +298,10 @@ TEST_F(HostileClient, DeviceRegistrationByFileDescriptorIsCheckedAndTheFdsNotKep
           "1 pieces of cuMemCreate memory come with as many file descriptors, not 0");
   refused(DeviceRegistration(ipc::kSharePosixFd, 3), 2,
           "3 pieces of cuMemCreate memory come with as many file descriptors, not 2");
-  refused(DeviceRegistration(ipc::kSharePosixFd, 0), 0, "cuMemCreate memory comes in 1 to 16 pieces, not 0");
-  refused(DeviceRegistration(ipc::kSharePosixFd, 17), 1, "cuMemCreate memory comes in 1 to 16 pieces, not 17");
+  const std::string range = "cuMemCreate memory comes in 1 to " + std::to_string(ipc::kMaxDevicePieces) + " pieces, not ";
+  refused(DeviceRegistration(ipc::kSharePosixFd, 0), 0, range + "0");
+  refused(DeviceRegistration(ipc::kSharePosixFd, ipc::kMaxDevicePieces + 1), 1,
+          range + std::to_string(ipc::kMaxDevicePieces + 1));
   ipc::RegisterDeviceRequest short_by_one = DeviceRegistration(ipc::kSharePosixFd, 2);
   short_by_one.size += 1;
   refused(short_by_one, 2, "the pieces hold 4194304 bytes, but the registration claims 4194305");
@@ -327,14 +329,14 @@ TEST_F(HostileClient, AFileDescriptorOnAnyOtherRequestClosesTheSession) {
   ExpectDaemonServes();
 }
 
-// More fds on one message than any request takes (16 fit batond's buffer)
-// also end the session, and none of them is kept.
+// More fds on one message than any request takes (kMaxDevicePieces fit
+// batond's buffer) also end the session, and none of them is kept.
 TEST_F(HostileClient, MoreFileDescriptorsThanFitEndTheSession) {
   UniqueFd fd = ConnectRaw();
   ASSERT_FALSE(HasFailure());
   PassedPipe pipe;
   ipc::RegisterDeviceRequest reg = DeviceRegistration(ipc::kSharePosixFd);
-  constexpr int kFds = 20;
+  constexpr int kFds = ipc::kMaxDevicePieces + 4;  // the kernel takes up to 253
   int fds[kFds];
   for (int& f : fds) f = pipe.write_end();
   iovec iov{&reg, sizeof reg};
