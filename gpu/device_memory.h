@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/ipc_protocol.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
 
@@ -28,8 +29,9 @@ struct MappedPiece {
   uint64_t size = 0;
   uint64_t buffer_id = 0;  // changes when the range is unmapped and mapped again
 };
-// The most mappings one registration joins (ExtendToCover).
-inline constexpr size_t kMaxSpanPieces = 128;  // ipc::kMaxDevicePieces (asserted where both are seen)
+// The most mappings one registration joins (ExtendToCover): as many as one
+// RegisterDevice request carries.
+inline constexpr size_t kMaxSpanPieces = ipc::kMaxDevicePieces;
 
 struct DevicePointer {
   bool on_device = false;  // false: host memory (always, without CUDA)

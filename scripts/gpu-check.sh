@@ -54,7 +54,9 @@ status=0
 # matter more (the tests before the benchmarks). With under 15 s left it
 # says the part is skipped and returns 1. It runs in this shell (not in a
 # pipeline's subshell) so that the count holds.
-parts_left=9  # kernels, GPU tests, 6 AllReduce configurations, PyTorch
+# The AllReduce configurations: nodes, ranks per node, and a variant.
+configs=("1 2" "1 4" "2 1" "4 1" "1 2 off" "1 4 spread")
+parts_left=$((3 + ${#configs[@]}))  # kernels, GPU tests, the configurations, PyTorch
 kReserve=20
 part_limit=0
 part_time() {
@@ -127,7 +129,7 @@ if [[ -e $out/gpu-tests.txt ]] && grep -q "$skipped" "$out/gpu-tests.txt"; then
   echo "gpu-check: GPU tests were skipped on a machine with a GPU" >&2
   status=1
 fi
-for cfg in "1 2" "1 4" "2 1" "4 1" "1 2 off" "1 4 spread"; do
+for cfg in "${configs[@]}"; do
   set -- $cfg
   daemon_args=()
   note=

@@ -213,7 +213,6 @@ Status DaemonConnection::RegisterDevice(const gpu::DevicePointer& p, uint64_t* s
   }
   if (replaced != 0) (void)ReleaseSegment(replaced);  // the daemon may have dropped it already
   PruneFreedDeviceRegistrations();
-  static_assert(gpu::kMaxSpanPieces == ipc::kMaxDevicePieces);
   ipc::RegisterDeviceRequest req{};
   req.h.type = static_cast<uint32_t>(ipc::MsgType::kRegisterDevice);
   gpu::ExportedAllocation exported;
