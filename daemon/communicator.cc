@@ -840,18 +840,29 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
       // the network wait gets a grace period so that its diagnosis wins.
       const auto grace = std::max<std::chrono::milliseconds>(std::chrono::seconds(1), spec_.timeout / 10);
       const Schedule* gpu_schedule = nullptr;  // what ran on the GPUs, if anything did
+      const Schedule* host_schedule = &schedule;  // what runs on host memory (staged GPU buffers included)
+      DeviceEnds& ends = device_ends_;
       if (spec_.layout.num_nodes() == 1 && services_.gpu_collectives) {
         st = RunOnDevices(schedule, ops, spec_.layout.world_size(), services_.gpu_allreduce, &gpu_schedule);
+      } else if (services_.gpu_collectives) {
+        st = ends.RunHead(schedule, ops, spec_.layout.world_size(), &host_schedule);
       }
       const bool on_gpus = gpu_schedule != nullptr;
       StagingPipeline staging;
-      if (st.ok() && !on_gpus) st = StageDeferred(ops, schedule, &buffers, &staging);
+      if (st.ok() && !on_gpus) st = StageDeferred(ops, *host_schedule, ends, &buffers, &staging);
       ExecutionContext ctx{&buffers, &scratch_, mesh_.get(), MessageStamp{spec_.uid, seq, sig},
                            std::chrono::steady_clock::now() + spec_.timeout + grace, services_.pool,
                            staging.active() ? &staging : nullptr};
-      if (st.ok() && !on_gpus) st = ExecuteSchedule(schedule, ctx);
+      if (st.ok() && !on_gpus) st = ExecuteSchedule(*host_schedule, ctx);
       if (Status copied = staging.Finish(); st.ok()) st = copied;
-      if (st.ok() && services_.metrics != nullptr) CountTraffic(on_gpus ? *gpu_schedule : schedule, on_gpus);
+      if (st.ok() && ends.active()) st = ends.RunTail();
+      if (st.ok() && services_.metrics != nullptr) {
+        CountTraffic(on_gpus ? *gpu_schedule : *host_schedule, on_gpus);
+        if (ends.active()) {
+          CountTraffic(ends.head(), true);
+          CountTraffic(ends.tail(), true);
+        }
+      }
       if (st.code() == Code::kTimeout) st = DiagnoseNetworkTimeout(seq, sig, st);
     }
   }
@@ -884,7 +895,7 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
   return st;
 }
 
-Status Communicator::StageDeferred(std::vector<LocalOp>& ops, const Schedule& schedule,
+Status Communicator::StageDeferred(std::vector<LocalOp>& ops, const Schedule& schedule, const DeviceEnds& ends,
                                    std::vector<RankBuffers>* buffers, StagingPipeline* pipeline) {
   std::vector<StagedSpan> spans;
   for (LocalOp& o : ops) {
@@ -893,6 +904,7 @@ Status Communicator::StageDeferred(std::vector<LocalOp>& ops, const Schedule& sc
     BATON_RETURN_IF_ERROR(o.device->StageLater(*services_.pinned, &o.bufs, &spans));
     (*buffers)[o.rank] = o.bufs;
   }
+  BATON_RETURN_IF_ERROR(ends.AddHeadOutputs(*buffers, &spans));
   if (spans.empty()) return Status::Ok();
   return pipeline->Start(schedule, *buffers, std::move(spans));
 }

@@ -25,6 +25,7 @@
 #include "collectives/layout.h"
 #include "collectives/schedule.h"
 #include "collectives/spread_allreduce.h"
+#include "daemon/device_ends.h"
 #include "daemon/fast_path_region.h"
 #include "daemon/flight_recorder.h"
 #include "daemon/local_op.h"
@@ -78,7 +79,8 @@ struct DaemonServices {
   WorkerPool* pool = nullptr;  // shares large local copies and reductions (common/worker_pool.h)
   std::shared_ptr<gpu::PinnedPool> pinned;  // staging for GPU buffers (daemon/device_staging.h)
   // Collectives within one node whose buffers are all GPU memory run on the
-  // GPUs (daemon/device_execution.h); false: they are staged.
+  // GPUs (daemon/device_execution.h), and across nodes their local steps do
+  // (daemon/device_ends.h); false: they are staged whole.
   bool gpu_collectives = true;
   GpuAllReduceShape gpu_allreduce = GpuAllReduceShape::kAuto;  // the shape of their AllReduce
 };
@@ -169,8 +171,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // collective's that did not run on the GPUs: device_execution.h), updates
   // `buffers` and starts `pipeline`, which copies them around the phases of
   // `schedule` (staging_pipeline.h).
-  Status StageDeferred(std::vector<LocalOp>& ops, const Schedule& schedule, std::vector<RankBuffers>* buffers,
-                       StagingPipeline* pipeline);
+  // With `ends` active, `schedule` is the middle and what the head wrote on
+  // the GPUs is copied in too.
+  Status StageDeferred(std::vector<LocalOp>& ops, const Schedule& schedule, const DeviceEnds& ends,
+                       std::vector<RankBuffers>* buffers, StagingPipeline* pipeline);
   Status CheckSignatures(const std::vector<LocalOp>& ops, uint64_t seq) const;
   // The error for local ranks that did not submit op `seq` within the timeout.
   Status LateRanksLocked(uint64_t seq, const PendingOp& p) const;
@@ -250,6 +254,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   FlightRecorder recorder_;
   std::vector<uint8_t> scratch_;
   std::vector<RankBuffers> buffers_;  // RunCollective's, per rank (worker thread only)
+  DeviceEnds device_ends_;            // RunCollective's, across nodes on GPU buffers (worker thread only)
 
   // Worker thread only: each local rank's client as of its last operation,
   // and the ones being polled now (non-empty between Start/StopPollingSources).

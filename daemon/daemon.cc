@@ -181,9 +181,11 @@ Status Daemon::Start() {
   env_.services.gpu_collectives = options_.gpu_collectives;
   env_.services.gpu_allreduce = options_.gpu_allreduce;
   if (const gpu::CudaSupport& cuda = gpu::GetCudaSupport(); cuda.available) {
-    BATON_INFO(kInit, "GPU support: {} CUDA device(s); collectives of device buffers within a node {}; across nodes "
-               "they are staged through pinned host memory", cuda.device_count,
-               options_.gpu_collectives ? "run on the GPUs" : "are staged too (--gpu-collectives off)");
+    BATON_INFO(kInit, "GPU support: {} CUDA device(s); collectives of device buffers {}", cuda.device_count,
+               options_.gpu_collectives
+                   ? "run on the GPUs within a node; across nodes their local steps run on the GPUs and the "
+                     "network's share is staged through pinned host memory"
+                   : "are staged through pinned host memory (--gpu-collectives off)");
   } else {
     BATON_INFO(kInit, "GPU support unavailable: {}; serving host buffers only", cuda.reason);
   }

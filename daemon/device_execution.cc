@@ -34,31 +34,38 @@ bool WorkerDecidesStaging(const LocalOp& op) {
          op.sig.collective != Collective::kRecv;
 }
 
+bool LocalRanksOnDevices(const std::vector<LocalOp>& ops, int world, std::vector<DeviceRankBuffers>* buffers,
+                         std::vector<int>* devices) {
+  devices->clear();
+  if (ops.empty() || ops[0].sig.collective == Collective::kSplit) return false;
+  // The host-memory collectives (nearly all) leave here, without allocating.
+  for (const LocalOp& op : ops) {
+    if (!op.device || !op.device->has_device_buffers()) return false;
+  }
+  buffers->assign(static_cast<size_t>(world), DeviceRankBuffers{});
+  for (const LocalOp& op : ops) {
+    if (op.rank < 0 || op.rank >= world || !OnDevice(op, &(*buffers)[op.rank])) return false;
+    for (int d : {(*buffers)[op.rank].send_device, (*buffers)[op.rank].recv_device}) {
+      if (d >= 0 && std::find(devices->begin(), devices->end(), d) == devices->end()) devices->push_back(d);
+    }
+  }
+  if (devices->empty()) return false;  // nothing in GPU memory (a barrier, or empty buffers)
+  if (devices->size() > 1 && !gpu::EnablePeerAccess(*devices)) {
+    BATON_DEBUG(kColl, "{}: the GPUs of the local ranks cannot reach one another; staging through host memory",
+                ops[0].sig.ToString());
+    return false;
+  }
+  return true;
+}
+
 Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, GpuAllReduceShape shape,
                     const Schedule** ran) {
   *ran = nullptr;
-  if (ops.empty() || ops[0].sig.collective == Collective::kSplit) return Status::Ok();
-  // The host-memory collectives (nearly all) leave here, without allocating.
-  for (const LocalOp& op : ops) {
-    if (!op.device || !op.device->has_device_buffers()) return Status::Ok();
-  }
   // Reused from call to call on this thread (a worker).
   thread_local std::vector<DeviceRankBuffers> buffers;
   thread_local std::vector<DeviceStep> steps;
-  buffers.assign(static_cast<size_t>(world), DeviceRankBuffers{});
   std::vector<int> devices;
-  for (const LocalOp& op : ops) {
-    if (op.rank < 0 || op.rank >= world || !OnDevice(op, &buffers[op.rank])) return Status::Ok();
-    for (int d : {buffers[op.rank].send_device, buffers[op.rank].recv_device}) {
-      if (d >= 0 && std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
-    }
-  }
-  if (devices.empty()) return Status::Ok();  // nothing in GPU memory (a barrier, or empty buffers)
-  if (devices.size() > 1 && !gpu::EnablePeerAccess(devices)) {
-    BATON_DEBUG(kColl, "{}: the GPUs of the local ranks cannot reach one another; staging through host memory",
-                ops[0].sig.ToString());
-    return Status::Ok();
-  }
+  if (!LocalRanksOnDevices(ops, world, &buffers, &devices)) return Status::Ok();
   // Ranks on several GPUs: an AllReduce spreads its reduction over them
   // (spread_allreduce.h); on one GPU the host's shape needs fewer launches.
   // Training repeats the same AllReduce: the last spread schedule is kept.

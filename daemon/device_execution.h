@@ -21,6 +21,7 @@
 
 #include <vector>
 
+#include "collectives/device_steps.h"
 #include "collectives/schedule.h"
 #include "collectives/spread_allreduce.h"
 #include "common/status.h"
@@ -34,6 +35,14 @@ namespace baton {
 // and Recv are matched outside schedules, on host memory: they are staged
 // at once.
 bool WorkerDecidesStaging(const LocalOp& op);
+
+// Whether every local rank's non-empty buffers (`ops`, of a communicator of
+// `world` ranks) are GPU memory batond opened and not staged yet, on GPUs
+// that reach one another (peer access, enabled here) or on one GPU; if so
+// fills `buffers` (indexed by global rank) and `devices` (each GPU once).
+// False, with nothing allocated, for the host-memory collectives.
+bool LocalRanksOnDevices(const std::vector<LocalOp>& ops, int world, std::vector<DeviceRankBuffers>* buffers,
+                         std::vector<int>* devices);
 
 // Runs `schedule` (one node's, for `ops`, the local ranks' parts, of a
 // communicator of `world` ranks) on the GPUs if the conditions above hold,

@@ -66,8 +66,9 @@ options:
                          (default 16K, at most 1M; 0: never)
   --gpu-collectives on|off
                          collectives of ranks all on this node whose buffers are
-                         all GPU memory run on the GPUs (default on; off: they
-                         are staged through host memory like those across nodes)
+                         all GPU memory run on the GPUs, and across nodes their
+                         local steps do (default on; off: every device buffer is
+                         staged through host memory)
   --gpu-allreduce auto|spread|gathered
                          the shape of such an AllReduce: spread, each rank's GPU
                          reducing its share of the vector, or gathered, every

@@ -1,6 +1,8 @@
 #include "daemon/staging_plan.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 namespace baton {
 namespace {
@@ -86,6 +88,46 @@ Status PlanStaging(const Schedule& schedule, const std::vector<RankBuffers>& buf
     for (size_t k = 0; k < pieces; ++k) {
       if (when[k] == kNone) continue;
       Append(span.input ? out->in_before[when[k]] : out->out_after[when[k]], si, cuts[k], cuts[k + 1] - cuts[k]);
+    }
+  }
+  return Status::Ok();
+}
+
+Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffers>& device,
+                         const std::vector<RankBuffers>& host, std::vector<StagedSpan>* spans) {
+  // [rank] -> the (offset, end) ranges the head writes in its receive buffer.
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> written(host.size());
+  for (const Phase& p : head.phases) {
+    for (const Step& s : p.steps) {
+      if (s.IsNetwork() || s.dst.buf != BufKind::kRecv || s.dst.bytes == 0) continue;
+      const auto r = static_cast<size_t>(s.dst.rank);
+      if (s.dst.rank < 0 || r >= host.size() || r >= device.size()) {
+        return Status::Internal("the head of a schedule writes the receive buffer of rank " +
+                                std::to_string(s.dst.rank) + ", which has none here");
+      }
+      const uint64_t size = std::min(host[r].recv_bytes, device[r].recv_bytes);
+      if (s.dst.offset > size || s.dst.bytes > size - s.dst.offset) {
+        return Status::Internal("the head of a schedule writes outside a receive buffer (rank " +
+                                std::to_string(r) + ", offset " + std::to_string(s.dst.offset) + ", bytes " +
+                                std::to_string(s.dst.bytes) + ", buffer " + std::to_string(size) + ")");
+      }
+      written[r].emplace_back(s.dst.offset, s.dst.offset + s.dst.bytes);
+    }
+  }
+  for (size_t r = 0; r < written.size(); ++r) {
+    auto& ranges = written[r];
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 0; i < ranges.size();) {
+      auto [from, to] = ranges[i];
+      for (++i; i < ranges.size() && ranges[i].first <= to; ++i) to = std::max(to, ranges[i].second);
+      uint8_t* h = host[r].recv + from;
+      uint8_t* d = device[r].recv + from;
+      // In place, the rank's send buffer is this memory already, copied in
+      // whole: the same bytes need not come twice.
+      const bool covered = std::any_of(spans->begin(), spans->end(), [&](const StagedSpan& s) {
+        return s.input && s.host <= h && h + (to - from) <= s.host + s.bytes && s.device - s.host == d - h;
+      });
+      if (!covered) spans->push_back({h, d, to - from, device[r].recv_device, true});
     }
   }
   return Status::Ok();

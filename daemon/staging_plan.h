@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "collectives/device_steps.h"
 #include "collectives/schedule.h"
 #include "common/status.h"
 #include "daemon/executor.h"
@@ -57,5 +58,17 @@ struct StagingPlan {
 // their buffers are an Internal error, as in ExecuteSchedule.
 Status PlanStaging(const Schedule& schedule, const std::vector<RankBuffers>& buffers,
                    const std::vector<StagedSpan>& spans, StagingPlan* out);
+
+// Across nodes with the local ends on the GPUs (daemon/device_ends.h), the
+// head of the split schedule wrote some of the receive buffers on the
+// device before the middle runs on host memory: those bytes are input to the
+// middle, like a send buffer. Appends one input span for each range of a
+// local rank's receive buffer that `head` writes (ranges merged where they
+// overlap or touch), with `device` and `host` (both indexed by global rank)
+// giving the rank's buffers on the GPU and in staging memory. The plan then
+// copies each in before the middle first touches it, and not at all if it
+// never does. A region outside its buffer is an Internal error.
+Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffers>& device,
+                         const std::vector<RankBuffers>& host, std::vector<StagedSpan>* spans);
 
 }  // namespace baton

@@ -3,8 +3,9 @@
 # runs the gpu-labelled tests (device-buffer correctness matrix, mixed
 # host/device ranks, the stream-ordering contract, kernels against the host
 # kernels) and the GPU benchmark (reduction kernel vs device copy bandwidth;
-# device vs host AllReduce on 1x2, 1x4, 2x1 and 4x1 simulated nodes (across
-# nodes the ratio is the cost of staging, pipelined with the phases), and on 1x2
+# device vs host AllReduce on 1x2, 1x4, 2x1, 2x2 and 4x1 simulated nodes
+# (across nodes the ratio is the cost of staging, pipelined with the phases;
+# on 2x2 the local ends run on the GPUs), and on 1x2
 # with the GPU path off, --gpu-collectives off, for the cost of staging, and
 # 1x4 with the AllReduce spread over the ranks, --gpu-allreduce spread);
 # then the PyTorch backend's CUDA tensors (scripts/gpu-torch-check.sh).
@@ -55,7 +56,7 @@ status=0
 # says the part is skipped and returns 1. It runs in this shell (not in a
 # pipeline's subshell) so that the count holds.
 # The AllReduce configurations: nodes, ranks per node, and a variant.
-configs=("1 2" "1 4" "2 1" "4 1" "1 2 off" "1 4 spread")
+configs=("1 2" "1 4" "2 1" "2 2" "4 1" "1 2 off" "1 4 spread")
 parts_left=$((3 + ${#configs[@]}))  # kernels, GPU tests, the configurations, PyTorch
 kReserve=20
 part_limit=0

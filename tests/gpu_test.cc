@@ -206,6 +206,10 @@ const MatrixCase kCases[] = {
     // ... and with a host buffer among them, the worker stages instead.
     {"1node_x3_mixed", 1, {0, 0, 0}, {Placement::kDevice, Placement::kHost, Placement::kDeviceSendHostRecv}, false},
     {"2nodes_x1_device_stream", 2, {0, 1}, {Placement::kDevice, Placement::kDevice}, true},
+    // Two GPU ranks per node: the local ends of each schedule run on the
+    // GPUs and only the network middle is staged (device_ends.h).
+    {"2nodes_x2_device_stream", 2, {0, 0, 1, 1},
+     {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice}, true},
     {"2nodes_x2_mixed", 2, {0, 0, 1, 1},
      {Placement::kDevice, Placement::kHost, Placement::kDeviceSendHostRecv, Placement::kDevice}, false},
 };

@@ -83,6 +83,7 @@ Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo
       if (layout.node_of_rank[r] == i) in.in_place_ranks.push_back(r);
     }
     BATON_RETURN_IF_ERROR(BuildSchedule(in, &nodes[i].schedule));
+    if (hooks.rewrite) BATON_RETURN_IF_ERROR(hooks.rewrite(i, &nodes[i].schedule));
     nodes[i].scratch.assign(nodes[i].schedule.scratch_bytes, 0xEE);
   }
   std::map<std::pair<int, int>, std::deque<std::vector<uint8_t>>> wire;  // (from, to) -> messages

@@ -45,6 +45,9 @@ RankMemory MakeRankMemory(const OpSignature& sig, int world, bool in_place);
 struct PhaseHooks {
   std::function<Status(int node, const Schedule& schedule, size_t phase)> before;
   std::function<Status(int node, const Schedule& schedule, size_t phase)> after;
+  // Called once for each node's schedule before anything runs; it may
+  // replace the schedule with the one to run (the middle of a split).
+  std::function<Status(int node, Schedule* schedule)> rewrite;
 };
 
 // Runs the collective `sig` on all nodes of `layout`. `ranks[r]` gives rank r's buffers.

@@ -11,8 +11,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <map>
 
+#include "collectives/local_steps.h"
+#include "collectives/network_split.h"
 #include "collectives/reference.h"
 #include "tests/schedule_simulator.h"
 
@@ -52,6 +56,59 @@ struct Totals {
   size_t phases_in = 0, phases_out = 0;  // phases with copies before / after them, over all nodes
 };
 
+// The pipeline's copies for `spans` (per node), done with memcpy where it
+// would wait for them (input, before a phase) and queue them (output, after
+// it), on `buffers` (the memory the schedules run on), counted in `totals`.
+PhaseHooks CopyingHooks(const std::vector<RankBuffers>& buffers, const std::vector<std::vector<StagedSpan>>& spans,
+                        std::map<int, StagingPlan>& plans, Totals& totals) {
+  PhaseHooks hooks;
+  hooks.before = [&](int node, const Schedule& schedule, size_t phase) -> Status {
+    if (phase == 0) {
+      BATON_RETURN_IF_ERROR(PlanStaging(schedule, buffers, spans[node], &plans[node]));
+      const StagingPlan& p = plans[node];
+      if (p.in_before.size() != schedule.phases.size() || p.out_after.size() != schedule.phases.size()) {
+        return Status::Internal("a plan with a different number of phases than its schedule");
+      }
+    }
+    for (const StagingCopy& c : plans[node].in_before[phase]) {
+      const StagedSpan& s = spans[node][c.span];
+      if (!s.input) return Status::Internal("an output span copied in");
+      std::memcpy(s.host + c.offset, s.device + c.offset, c.bytes);
+      totals.in += c.bytes;
+    }
+    totals.phases_in += plans[node].in_before[phase].empty() ? 0 : 1;
+    return Status::Ok();
+  };
+  hooks.after = [&](int node, const Schedule&, size_t phase) -> Status {
+    for (const StagingCopy& c : plans[node].out_after[phase]) {
+      const StagedSpan& s = spans[node][c.span];
+      if (s.input) return Status::Internal("an input span copied back");
+      std::memcpy(s.device + c.offset, s.host + c.offset, c.bytes);
+      totals.out += c.bytes;
+    }
+    totals.phases_out += plans[node].out_after[phase].empty() ? 0 : 1;
+    return Status::Ok();
+  };
+  return hooks;
+}
+
+// Every rank's own receive buffer against the reference.
+void CheckResults(const OpSignature& sig, int world, const RankMemory& mem, const std::string& what,
+                  const std::function<std::string(int rank)>& rank_note) {
+  for (int r = 0; r < world; ++r) {
+    const Bytes want = Expected(sig, world, r, mem.inputs);
+    const Bytes got(mem.sim[r].recv, mem.sim[r].recv + mem.sim[r].recv_bytes);
+    if (want.empty() && got.empty()) continue;
+    std::string msg;
+    ASSERT_EQ(FirstMismatch(sig.dtype, got, want, &msg), -1) << sig.ToString() << " " << what << " rank " << r
+                                                             << rank_note(r) << ": " << msg;
+  }
+}
+
+std::string Describe(Algorithm algo, bool in_place) {
+  return std::string("algo ") + AlgorithmName(algo) + (in_place ? " in place" : "");
+}
+
 // Runs `sig` with the ranks `staged(r)` says staged, the copies where the
 // plans put them, and checks every rank's own receive buffer.
 template <typename Staged>
@@ -74,35 +131,7 @@ void RunStagedAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorit
   for (int r = 0; r < world; ++r) buffers[r] = {run[r].send, run[r].send_bytes, run[r].recv, run[r].recv_bytes};
   std::map<int, StagingPlan> plans;
   Totals local;
-  PhaseHooks hooks;
-  hooks.before = [&](int node, const Schedule& schedule, size_t phase) -> Status {
-    if (phase == 0) {
-      BATON_RETURN_IF_ERROR(PlanStaging(schedule, buffers, spans[node], &plans[node]));
-      const StagingPlan& p = plans[node];
-      if (p.in_before.size() != schedule.phases.size() || p.out_after.size() != schedule.phases.size()) {
-        return Status::Internal("a plan with a different number of phases than its schedule");
-      }
-    }
-    for (const StagingCopy& c : plans[node].in_before[phase]) {
-      const StagedSpan& s = spans[node][c.span];
-      if (!s.input) return Status::Internal("an output span copied in");
-      std::memcpy(s.host + c.offset, s.device + c.offset, c.bytes);
-      local.in += c.bytes;
-    }
-    local.phases_in += plans[node].in_before[phase].empty() ? 0 : 1;
-    return Status::Ok();
-  };
-  hooks.after = [&](int node, const Schedule&, size_t phase) -> Status {
-    for (const StagingCopy& c : plans[node].out_after[phase]) {
-      const StagedSpan& s = spans[node][c.span];
-      if (s.input) return Status::Internal("an input span copied back");
-      std::memcpy(s.device + c.offset, s.host + c.offset, c.bytes);
-      local.out += c.bytes;
-    }
-    local.phases_out += plans[node].out_after[phase].empty() ? 0 : 1;
-    return Status::Ok();
-  };
-  const Status st = Simulate(layout, sig, algo, run, mem.in_place_ranks, hooks);
+  const Status st = Simulate(layout, sig, algo, run, mem.in_place_ranks, CopyingHooks(buffers, spans, plans, local));
   ASSERT_TRUE(st.ok()) << sig.ToString() << ": " << st.ToString();
   uint64_t in_bytes = 0, out_bytes = 0;
   for (int r = 0; r < world; ++r) {
@@ -115,15 +144,74 @@ void RunStagedAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorit
   EXPECT_LE(local.in, in_bytes) << sig.ToString();
   EXPECT_LE(local.out, out_bytes) << sig.ToString();
   if (totals != nullptr) *totals = local;
+  CheckResults(sig, world, mem, Describe(algo, in_place),
+               [&](int r) { return std::string(staged(r) ? " (staged)" : " (host)"); });
+}
+
+// The device ends (daemon/device_ends.h) as batond runs them, without a
+// GPU: the ranks' own buffers stand for GPU memory. On every node whose
+// schedule splits for them, the head's steps are planned for the GPUs
+// (PlanDeviceSteps, on two "GPUs") and run on the ranks' own buffers before
+// anything else, the middle runs on staging copies with the plan's copies
+// in and back (what the head wrote counted as input: AppendHeadOutputs),
+// and the tail runs on the ranks' own buffers after the middle's last
+// phase. Other nodes stage everything, as before. `split_nodes` counts the
+// nodes that split.
+void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorithm algo, bool in_place,
+                           Totals* totals = nullptr, int* split_nodes = nullptr) {
+  const int world = layout.world_size();
+  const int nodes = layout.num_nodes();
+  RankMemory mem = MakeRankMemory(sig, world, in_place);
+  std::vector<StagedRank> staging(world);
+  std::vector<SimRank> run(world);
+  std::vector<DeviceRankBuffers> device(world);
+  std::vector<RankBuffers> buffers(world);
+  std::vector<std::vector<StagedSpan>> spans(nodes);
   for (int r = 0; r < world; ++r) {
-    const Bytes want = Expected(sig, world, r, mem.inputs);
-    const Bytes got(mem.sim[r].recv, mem.sim[r].recv + mem.sim[r].recv_bytes);
-    if (want.empty() && got.empty()) continue;
-    std::string msg;
-    ASSERT_EQ(FirstMismatch(sig.dtype, got, want, &msg), -1)
-        << sig.ToString() << " algo " << AlgorithmName(algo) << (in_place ? " in place" : "") << " rank " << r
-        << (staged(r) ? " (staged)" : " (host)") << ": " << msg;
+    const SimRank& d = mem.sim[r];
+    StageRank(d, &staging[r]);
+    run[r] = staging[r].host;
+    buffers[r] = {run[r].send, run[r].send_bytes, run[r].recv, run[r].recv_bytes};
+    const int gpu = r % 2;
+    device[r] = {d.send, d.send_bytes, d.send_bytes > 0 ? gpu : -1, d.recv, d.recv_bytes, d.recv_bytes > 0 ? gpu : -1};
+    auto& node = spans[layout.node_of_rank[r]];
+    if (run[r].send_bytes > 0) node.push_back({run[r].send, d.send, run[r].send_bytes, gpu, true});
+    if (run[r].recv_bytes > 0) node.push_back({run[r].recv, d.recv, run[r].recv_bytes, gpu, false});
   }
+  std::vector<ScheduleSplit> splits(nodes);
+  std::vector<std::vector<DeviceStep>> head(nodes), tail(nodes);
+  std::vector<bool> split(nodes, false);
+  auto run_on_gpus = [&](const std::vector<DeviceStep>& steps) {
+    std::vector<LocalStep> local;
+    for (const DeviceStep& d : steps) local.push_back({d.kind, d.src, d.dst, d.bytes, d.divisor});
+    RunLocalSteps(local, sig.dtype, sig.redop, nullptr);
+  };
+  std::map<int, StagingPlan> plans;
+  Totals local;
+  PhaseHooks hooks = CopyingHooks(buffers, spans, plans, local);
+  hooks.rewrite = [&](int node, Schedule* schedule) -> Status {
+    if (!SplitForDeviceEnds(*schedule, &splits[node])) return Status::Ok();
+    split[node] = true;
+    const DeviceMemory memory{&device, nullptr, 0, 0};
+    BATON_RETURN_IF_ERROR(PlanDeviceSteps(splits[node].head, memory, &head[node]));
+    BATON_RETURN_IF_ERROR(PlanDeviceSteps(splits[node].tail, memory, &tail[node]));
+    run_on_gpus(head[node]);
+    BATON_RETURN_IF_ERROR(AppendHeadOutputs(splits[node].head, device, buffers, &spans[node]));
+    *schedule = splits[node].middle;
+    return Status::Ok();
+  };
+  hooks.after = [&, copy_back = hooks.after](int node, const Schedule& schedule, size_t phase) -> Status {
+    BATON_RETURN_IF_ERROR(copy_back(node, schedule, phase));
+    if (split[node] && phase + 1 == schedule.phases.size()) run_on_gpus(tail[node]);
+    return Status::Ok();
+  };
+  const Status st = Simulate(layout, sig, algo, run, mem.in_place_ranks, hooks);
+  ASSERT_TRUE(st.ok()) << sig.ToString() << ": " << st.ToString();
+  if (totals != nullptr) *totals = local;
+  if (split_nodes != nullptr) *split_nodes = static_cast<int>(std::count(split.begin(), split.end(), true));
+  CheckResults(sig, world, mem, Describe(algo, in_place), [&](int r) {
+    return std::string(split[layout.node_of_rank[r]] ? " (ends on the GPUs)" : " (staged whole)");
+  });
 }
 
 struct LayoutCase {
@@ -132,7 +220,7 @@ struct LayoutCase {
 };
 
 const LayoutCase kLayouts[] = {{"2x1", {1, 1}}, {"3x1", {1, 1, 1}}, {"4x1", {1, 1, 1, 1}},
-                               {"2x2", {2, 2}}, {"1_2", {1, 2}}};
+                               {"2x2", {2, 2}}, {"1_2", {1, 2}},   {"2x3", {3, 3}}};
 
 const Collective kCollectives[] = {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce,
                                    Collective::kAllGather, Collective::kReduceScatter, Collective::kScatter,
@@ -140,8 +228,9 @@ const Collective kCollectives[] = {Collective::kAllReduce, Collective::kBroadcas
 
 class StagingPlanMatrix : public ::testing::TestWithParam<std::tuple<size_t, Collective>> {};
 
-// Every rank staged, and every other rank staged (the mixed host/device
-// collective), for every algorithm, in place and not.
+// Every rank staged, every other rank staged (the mixed host/device
+// collective), and every rank's buffers on the GPUs with the local ends run
+// there, for every algorithm, in place and not.
 TEST_P(StagingPlanMatrix, CopiesAroundThePhasesGiveTheReference) {
   const NodeLayout layout = NodeLayout::Blocked(kLayouts[std::get<0>(GetParam())].per_node);
   const Collective coll = std::get<1>(GetParam());
@@ -156,6 +245,8 @@ TEST_P(StagingPlanMatrix, CopiesAroundThePhasesGiveTheReference) {
           RunStagedAndCheck(layout, sig, algo, in_place, [](int) { return true; });
           if (HasFatalFailure()) return;
           RunStagedAndCheck(layout, sig, algo, in_place, [](int r) { return r % 2 == 0; });
+          if (HasFatalFailure()) return;
+          RunDeviceEndsAndCheck(layout, sig, algo, in_place);
           if (HasFatalFailure()) return;
         }
       }
@@ -217,6 +308,82 @@ TEST(StagingPlan, UntouchedBytesAreNotCopied) {
   const OpSignature bcast{Collective::kBroadcast, DataType::kFloat32, RedOp::kSum, 0, 1000};
   RunStagedAndCheck(layout, bcast, Algorithm::kAuto, false, [](int) { return true; }, &totals);
   EXPECT_EQ(totals.in, 4000u) << "only the root's input comes in";
+}
+
+// The point of the device ends: on two nodes of two GPU ranks, an
+// AllReduce's head reduces the node's ranks on the GPUs and its tail copies
+// the result out there, so one buffer per node crosses to the host and one
+// comes back, instead of every rank's; in place too (the send buffer is the
+// receive buffer, copied once).
+TEST(DeviceEnds, AnAllReduceStagesOneBufferPerNode) {
+  const NodeLayout layout = NodeLayout::Blocked({2, 2});
+  const uint64_t count = 1 << 16;
+  const uint64_t bytes = 4 * count;
+  for (bool in_place : {false, true}) {
+    const OpSignature sig{Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, count};
+    Totals whole, ends;
+    RunStagedAndCheck(layout, sig, Algorithm::kRing, in_place, [](int) { return true; }, &whole);
+    int split_nodes = 0;
+    RunDeviceEndsAndCheck(layout, sig, Algorithm::kRing, in_place, &ends, &split_nodes);
+    EXPECT_EQ(split_nodes, 2);
+    EXPECT_EQ(whole.in, 4 * bytes) << "staged whole: every rank's input";
+    EXPECT_EQ(whole.out, 4 * bytes);
+    EXPECT_EQ(ends.in, 2 * bytes) << "the ends on the GPUs: the node's reduction only" << (in_place ? ", in place" : "");
+    EXPECT_EQ(ends.out, 2 * bytes);
+    // Still pipelined: on each node the reduced input comes in before the
+    // ring's first phase (which touches all of it on two nodes), and the
+    // result goes back as each of its two phases finishes a part.
+    EXPECT_EQ(ends.phases_in, 2u);
+    EXPECT_EQ(ends.phases_out, 4u);
+  }
+}
+
+// With one rank per node an AllReduce's ring reads the input where it lies
+// and writes the result in place: no local steps, nothing to split.
+TEST(DeviceEnds, NothingToSplitWithOneRankPerNode) {
+  const NodeLayout layout = NodeLayout::Blocked({1, 1});
+  int split_nodes = -1;
+  RunDeviceEndsAndCheck(layout, {Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 1000},
+                        Algorithm::kRing, false, nullptr, &split_nodes);
+  EXPECT_EQ(split_nodes, 0);
+}
+
+// What the head writes in a receive buffer is input to the middle, one span
+// per merged range; a range an input span (an in-place send buffer) holds
+// already is not added twice; a write outside the buffer is an error.
+TEST(DeviceEnds, HeadOutputsAreMergedRangesOfReceiveBuffers) {
+  std::vector<uint8_t> dev(256), host(256);
+  const std::vector<DeviceRankBuffers> device{{dev.data(), 64, 0, dev.data() + 64, 128, 1}};
+  const std::vector<RankBuffers> buffers{{host.data(), 64, host.data() + 64, 128}};
+  Schedule head;
+  head.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kSend, 0, 0, 16}, {BufKind::kRecv, 0, 32, 16}},
+                               {StepKind::kReduce, {BufKind::kSend, 0, 0, 16}, {BufKind::kRecv, 0, 40, 16}},
+                               {StepKind::kCopy, {BufKind::kSend, 0, 0, 16}, {BufKind::kRecv, 0, 56, 8}},
+                               {StepKind::kDivide, {}, {BufKind::kRecv, 0, 100, 8}, -1, 2},
+                               {StepKind::kCopy, {BufKind::kRecv, 0, 0, 8}, {BufKind::kSend, 0, 0, 8}}}});
+  std::vector<StagedSpan> spans;
+  ASSERT_TRUE(AppendHeadOutputs(head, device, buffers, &spans).ok());
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].host, host.data() + 64 + 32);
+  EXPECT_EQ(spans[0].device, dev.data() + 64 + 32);
+  EXPECT_EQ(spans[0].bytes, 32u) << "32..48, 40..56 and 56..64 touch: one range";
+  EXPECT_EQ(spans[0].device_id, 1);
+  EXPECT_TRUE(spans[0].input);
+  EXPECT_EQ(spans[1].host, host.data() + 64 + 100);
+  EXPECT_EQ(spans[1].bytes, 8u);
+
+  // The same receive buffer already copied in whole (in place).
+  std::vector<StagedSpan> in_place{{host.data() + 64, dev.data() + 64, 128, 1, true}};
+  ASSERT_TRUE(AppendHeadOutputs(head, device, buffers, &in_place).ok());
+  EXPECT_EQ(in_place.size(), 1u);
+
+  head.phases[0].steps.push_back({StepKind::kCopy, {BufKind::kSend, 0, 0, 16}, {BufKind::kRecv, 0, 120, 16}});
+  spans.clear();
+  const Status st = AppendHeadOutputs(head, device, buffers, &spans);
+  EXPECT_EQ(st.code(), Code::kInternalError);
+  EXPECT_NE(st.message().find("writes outside a receive buffer (rank 0, offset 120, bytes 16, buffer 128)"),
+            std::string::npos)
+      << st.ToString();
 }
 
 TEST(StagingPlan, ARegionOutsideItsBufferIsAnError) {

@@ -1,0 +1,79 @@
+// DeviceEnds: a collective across nodes on GPU buffers, with its local ends
+// run on the GPUs.
+//
+// Across nodes the network needs host memory, so GPU buffers are staged
+// (daemon/staging_plan.h). Staged whole, every local rank's buffers cross
+// to the host and back, and the CPU reduces the node's ranks into one work
+// region before the first message leaves: on a node of k GPUs, k buffers
+// each way over PCIe and k-1 passes of the CPU over host memory. But that
+// reduction (the head of the schedule, collectives/network_split.h) and the
+// copies of the result out to every rank (the tail) need no host memory: on
+// the GPUs, with peer access, they leave only the work region for the
+// network part (the middle) to stage.
+//
+// So, per collective (on the communicator's worker):
+//   1. RunHead: if the conditions below hold, runs the head on the GPUs
+//      (gpu/step_runner.h; it returns when they finished) and hands back the
+//      middle to run on host memory; otherwise hands back the whole
+//      schedule, touching nothing, and everything is staged as before;
+//   2. the caller stages the buffers for the middle (StageLater), adding
+//      what the head wrote as input (AddHeadOutputs): the staging plan
+//      copies in only what the middle touches, before it does;
+//   3. the middle runs, its results copied back as its phases end, and the
+//      caller waits for the last copy (StagingPipeline::Finish);
+//   4. RunTail runs the tail on the GPUs.
+// Every step runs in the schedule's order on the same bytes as the host
+// path (the kernels have the host kernels' semantics), so the result is the
+// host path's, bit for bit.
+//
+// Conditions, else step 1 leaves everything to staging:
+//   * every local rank's non-empty buffers are GPU memory, not staged yet,
+//     on GPUs that reach one another or on one GPU (LocalRanksOnDevices);
+//   * the schedule has network steps, and its head or tail has steps;
+//   * neither end touches the scratch space (host memory in the middle),
+//     and the middle writes no send buffer (only receive buffers are
+//     copied back for the tail to read);
+//   * both ends can run on the GPUs exactly as on the host (PlanDeviceSteps).
+#pragma once
+
+#include <vector>
+
+#include "collectives/device_steps.h"
+#include "collectives/network_split.h"
+#include "common/status.h"
+#include "daemon/local_op.h"
+#include "daemon/staging_plan.h"
+
+namespace baton {
+
+class DeviceEnds {
+ public:
+  // Step 1 for `schedule` (this node's, for `ops`, the local ranks' parts
+  // of a communicator of `world` ranks): *host_part is the schedule to run
+  // on host memory, valid until the next call. An error is the head's.
+  Status RunHead(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, const Schedule** host_part);
+  // Whether the last RunHead ran the head on the GPUs.
+  bool active() const { return active_; }
+  // Step 2: the input spans of what the head wrote, `host` being the local
+  // ranks' buffers once staged (indexed by global rank).
+  Status AddHeadOutputs(const std::vector<RankBuffers>& host, std::vector<StagedSpan>* spans) const;
+  // Step 4, once the middle's results are back on the GPUs.
+  Status RunTail() const;
+
+  // The parts of the last active split (for the traffic counters).
+  const Schedule& head() const { return split_.head; }
+  const Schedule& tail() const { return split_.tail; }
+
+ private:
+  bool active_ = false;
+  // Reused from call to call (one object per communicator's worker).
+  ScheduleSplit split_;
+  std::vector<DeviceRankBuffers> buffers_;
+  std::vector<int> devices_;
+  std::vector<DeviceStep> head_steps_;
+  std::vector<DeviceStep> tail_steps_;
+  DataType dtype_ = DataType::kFloat32;
+  RedOp redop_ = RedOp::kSum;
+};
+
+}  // namespace baton

@@ -1,0 +1,167 @@
+// SplitAtNetwork (collectives/network_split.h): a schedule cut into its
+// local head, network middle and local tail, for every collective, layout
+// and algorithm. The parts run one after another must be the schedule:
+// checked here step by step; that they compute the same result on staged
+// memory is checked in staging_plan_test.cc (DeviceEnds).
+#include "collectives/network_split.h"
+
+#include <gtest/gtest.h>
+
+#include "collectives/layout.h"
+
+namespace baton {
+namespace {
+
+std::vector<Step> Steps(const Schedule& s) {
+  std::vector<Step> out;
+  for (const Phase& p : s.phases) out.insert(out.end(), p.steps.begin(), p.steps.end());
+  return out;
+}
+
+bool HasNetwork(const Phase& p) {
+  for (const Step& s : p.steps) {
+    if (s.IsNetwork()) return true;
+  }
+  return false;
+}
+
+bool SameStep(const Step& a, const Step& b) {
+  return a.kind == b.kind && a.src == b.src && a.dst == b.dst && a.peer == b.peer && a.divisor == b.divisor;
+}
+
+TEST(NetworkSplit, PartsInOrderAreTheSchedule) {
+  const std::vector<std::vector<int>> layouts{{1, 1}, {2, 2}, {1, 3}, {3, 3}, {2, 1, 2}};
+  int splits = 0;
+  for (const auto& per_node : layouts) {
+    const NodeLayout layout = NodeLayout::Blocked(per_node);
+    for (Collective c : {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce, Collective::kAllGather,
+                         Collective::kReduceScatter, Collective::kScatter, Collective::kGather, Collective::kAllToAll,
+                         Collective::kBarrier}) {
+      for (Algorithm algo : {Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kHalvingDoubling,
+                             Algorithm::kDoubleTree, Algorithm::kDirect}) {
+        for (uint64_t count : {1ull, 1027ull, (1ull << 19) + 5}) {
+          for (int node = 0; node < layout.num_nodes(); ++node) {
+            PlanInput in;
+            in.sig = {c, DataType::kFloat32, RedOp::kSum, HasRoot(c) ? layout.world_size() - 1 : -1,
+                      c == Collective::kBarrier ? 0 : count};
+            in.layout = &layout;
+            in.node = node;
+            in.algorithm = algo;
+            Schedule schedule;
+            ASSERT_TRUE(BuildSchedule(in, &schedule).ok());
+            const std::string what = in.sig.ToString() + " " + AlgorithmName(algo) + " node " + std::to_string(node);
+            ScheduleSplit split;
+            ASSERT_TRUE(SplitAtNetwork(schedule, &split)) << what << ": every node of several talks to another";
+            ++splits;
+            for (const Schedule* end : {&split.head, &split.tail}) {
+              for (const Phase& p : end->phases) EXPECT_FALSE(HasNetwork(p)) << what;
+            }
+            ASSERT_FALSE(split.middle.phases.empty()) << what;
+            EXPECT_TRUE(HasNetwork(split.middle.phases.front())) << what;
+            EXPECT_TRUE(HasNetwork(split.middle.phases.back())) << what;
+            for (const Step& s : split.middle.phases.front().steps) {
+              EXPECT_TRUE(s.IsNetwork()) << what << ": the first network phase's local steps belong to the head";
+            }
+            EXPECT_EQ(split.middle.scratch_bytes, schedule.scratch_bytes) << what;
+            const std::vector<Step> whole = Steps(schedule);
+            std::vector<Step> parts = Steps(split.head);
+            for (const Schedule* part : {&split.middle, &split.tail}) {
+              const std::vector<Step> more = Steps(*part);
+              parts.insert(parts.end(), more.begin(), more.end());
+            }
+            ASSERT_EQ(parts.size(), whole.size()) << what;
+            for (size_t i = 0; i < whole.size(); ++i) {
+              ASSERT_TRUE(SameStep(parts[i], whole[i])) << what << ": step " << i << " moved";
+            }
+            // Phases: the first network phase's local steps became one of
+            // the head's; every other phase kept its place.
+            const size_t extra = split.head.phases.size() + split.middle.phases.size() + split.tail.phases.size() -
+                                 schedule.phases.size();
+            EXPECT_LE(extra, 1u) << what;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(splits, 1000);
+}
+
+TEST(NetworkSplit, OneNodesScheduleHasNoMiddle) {
+  const NodeLayout layout = NodeLayout::Blocked({4});
+  PlanInput in;
+  in.sig = {Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 1000};
+  in.layout = &layout;
+  Schedule schedule;
+  ASSERT_TRUE(BuildSchedule(in, &schedule).ok());
+  ScheduleSplit split;
+  split.head.phases.emplace_back();
+  EXPECT_FALSE(SplitAtNetwork(schedule, &split));
+  EXPECT_TRUE(split.head.phases.empty() && split.middle.phases.empty() && split.tail.phases.empty());
+  EXPECT_FALSE(SplitForDeviceEnds(schedule, &split));
+}
+
+// A hierarchical AllReduce on a node of two ranks: the head reduces them
+// into the first rank's receive buffer, the middle is the ring, the tail
+// divides (an average) and copies the result out; the ends ask for no
+// scratch.
+TEST(NetworkSplit, AnAllReducesEndsAreItsLocalReductionAndCopyOut) {
+  const NodeLayout layout = NodeLayout::Blocked({2, 2});
+  PlanInput in;
+  in.sig = {Collective::kAllReduce, DataType::kFloat32, RedOp::kAvg, -1, 1000};
+  in.layout = &layout;
+  in.node = 1;
+  in.algorithm = Algorithm::kRing;
+  Schedule schedule;
+  ASSERT_TRUE(BuildSchedule(in, &schedule).ok());
+  ScheduleSplit split;
+  ASSERT_TRUE(SplitForDeviceEnds(schedule, &split));
+  const std::vector<Step> head = Steps(split.head);
+  ASSERT_EQ(head.size(), 2u) << split.head.ToString();
+  EXPECT_EQ(head[0].kind, StepKind::kCopy);
+  EXPECT_EQ(head[0].src, (Region{BufKind::kSend, 2, 0, 4000}));
+  EXPECT_EQ(head[0].dst, (Region{BufKind::kRecv, 2, 0, 4000}));
+  EXPECT_EQ(head[1].kind, StepKind::kReduce);
+  EXPECT_EQ(head[1].src, (Region{BufKind::kSend, 3, 0, 4000}));
+  const std::vector<Step> tail = Steps(split.tail);
+  ASSERT_FALSE(tail.empty()) << split.tail.ToString();
+  EXPECT_EQ(tail.front().kind, StepKind::kDivide);
+  EXPECT_EQ(tail.back().kind, StepKind::kCopy);
+  EXPECT_EQ(tail.back().dst, (Region{BufKind::kRecv, 3, 0, 4000}));
+  EXPECT_EQ(split.head.scratch_bytes, 0u);
+  EXPECT_EQ(split.tail.scratch_bytes, 0u);
+  for (const Step& s : Steps(split.middle)) {
+    EXPECT_TRUE(s.src.rank == 2 || s.src.rank == -1 || s.src.bytes == 0) << split.middle.ToString();
+    EXPECT_EQ(s.dst.buf == BufKind::kSend, false) << split.middle.ToString();
+  }
+}
+
+// Ends that use the scratch space (host memory for the middle) or a middle
+// that writes a send buffer are not split for the GPUs.
+TEST(NetworkSplit, EndsThatNeedHostMemoryAreNotSplitForTheGpus) {
+  const Step send{StepKind::kSend, {BufKind::kRecv, 0, 0, 8}, {}, 1};
+  Schedule uses_scratch;
+  uses_scratch.scratch_bytes = 8;
+  uses_scratch.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kSend, 0, 0, 8}, {BufKind::kScratch, -1, 0, 8}}}});
+  uses_scratch.phases.push_back(Phase{{send}});
+  ScheduleSplit split;
+  EXPECT_TRUE(SplitAtNetwork(uses_scratch, &split));
+  EXPECT_TRUE(UsesScratch(split.head));
+  EXPECT_FALSE(SplitForDeviceEnds(uses_scratch, &split));
+
+  Schedule writes_send;
+  writes_send.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kSend, 0, 0, 8}, {BufKind::kRecv, 0, 0, 8}}}});
+  writes_send.phases.push_back(Phase{{send, {StepKind::kRecv, {}, {BufKind::kSend, 0, 0, 8}, 1}}});
+  EXPECT_TRUE(WritesSendBuffer(writes_send));
+  EXPECT_FALSE(SplitForDeviceEnds(writes_send, &split));
+
+  Schedule fine;
+  fine.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kSend, 0, 0, 8}, {BufKind::kRecv, 0, 0, 8}}, send}});
+  fine.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kRecv, 0, 0, 8}, {BufKind::kRecv, 1, 0, 8}}}});
+  ASSERT_TRUE(SplitForDeviceEnds(fine, &split));
+  EXPECT_EQ(split.head.phases.size(), 1u);
+  EXPECT_EQ(split.middle.phases.size(), 1u);
+  EXPECT_EQ(split.tail.phases.size(), 1u);
+}
+
+}  // namespace
+}  // namespace baton
