@@ -124,8 +124,12 @@ Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffe
       uint8_t* d = device[r].recv + from;
       // In place, the rank's send buffer is this memory already, copied in
       // whole: the same bytes need not come twice.
+      // (Addresses compared as integers: the host and device pointers are
+      // of different allocations.)
+      const auto addr = [](const uint8_t* p) { return reinterpret_cast<uintptr_t>(p); };
       const bool covered = std::any_of(spans->begin(), spans->end(), [&](const StagedSpan& s) {
-        return s.input && s.host <= h && h + (to - from) <= s.host + s.bytes && s.device - s.host == d - h;
+        return s.input && addr(s.host) <= addr(h) && addr(h) + (to - from) <= addr(s.host) + s.bytes &&
+               addr(s.device) - addr(s.host) == addr(d) - addr(h);
       });
       if (!covered) spans->push_back({h, d, to - from, device[r].recv_device, true});
     }
