@@ -118,8 +118,10 @@ Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffe
     auto& ranges = written[r];
     std::sort(ranges.begin(), ranges.end());
     for (size_t i = 0; i < ranges.size();) {
-      auto [from, to] = ranges[i];
+      const uint64_t from = ranges[i].first;
+      uint64_t to = ranges[i].second;
       for (++i; i < ranges.size() && ranges[i].first <= to; ++i) to = std::max(to, ranges[i].second);
+      const uint64_t bytes = to - from;
       uint8_t* h = host[r].recv + from;
       uint8_t* d = device[r].recv + from;
       // In place, the rank's send buffer is this memory already, copied in
@@ -128,10 +130,10 @@ Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffe
       // of different allocations.)
       const auto addr = [](const uint8_t* p) { return reinterpret_cast<uintptr_t>(p); };
       const bool covered = std::any_of(spans->begin(), spans->end(), [&](const StagedSpan& s) {
-        return s.input && addr(s.host) <= addr(h) && addr(h) + (to - from) <= addr(s.host) + s.bytes &&
+        return s.input && addr(s.host) <= addr(h) && addr(h) + bytes <= addr(s.host) + s.bytes &&
                addr(s.device) - addr(s.host) == addr(d) - addr(h);
       });
-      if (!covered) spans->push_back({h, d, to - from, device[r].recv_device, true});
+      if (!covered) spans->push_back({h, d, bytes, device[r].recv_device, true});
     }
   }
   return Status::Ok();
