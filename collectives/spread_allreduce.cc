@@ -2,10 +2,71 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "collectives/schedule_builder.h"
 
 namespace baton {
+namespace {
+
+// The vector cut into one chunk per local rank, on kSpreadChunkAlignBytes
+// boundaries; the chunks at the end of a short vector are empty (the
+// builder drops their steps).
+class SpreadChunks {
+ public:
+  SpreadChunks(const OpSignature& sig, uint64_t n) : bytes_(sig.count * DataTypeSize(sig.dtype)) {
+    chunk_ = (bytes_ + n - 1) / n;
+    chunk_ = (chunk_ + kSpreadChunkAlignBytes - 1) / kSpreadChunkAlignBytes * kSpreadChunkAlignBytes;
+  }
+  // Chunk k's (offset, bytes).
+  std::pair<uint64_t, uint64_t> span(uint64_t k) const {
+    const uint64_t off = std::min(bytes_, k * chunk_);
+    return {off, std::min(chunk_, bytes_ - off)};
+  }
+
+ private:
+  uint64_t bytes_;
+  uint64_t chunk_ = 0;
+};
+
+// Folds chunk k of every rank's input into its owner's (ranks[k]) receive
+// buffer, starting from the owner's own input; returns that region.
+Region FoldChunk(ScheduleBuilder& b, const SpreadChunks& chunks, const std::vector<int>& ranks, uint64_t k) {
+  const auto [off, len] = chunks.span(k);
+  const int owner = ranks[k];
+  const Region work{BufKind::kRecv, owner, off, len};
+  b.Copy({BufKind::kSend, owner, off, len}, work);
+  for (int r : ranks) {
+    if (r != owner) b.Reduce({BufKind::kSend, r, off, len}, work);
+  }
+  return work;
+}
+
+// Copies chunk k from its owner's receive buffer to every rank's but the
+// owner's and `skip`'s.
+void CopyChunkToOthers(ScheduleBuilder& b, const SpreadChunks& chunks, const std::vector<int>& ranks, uint64_t k,
+                       int skip) {
+  const auto [off, len] = chunks.span(k);
+  for (int r : ranks) {
+    if (r != ranks[k] && r != skip) b.Copy({BufKind::kRecv, ranks[k], off, len}, {BufKind::kRecv, r, off, len});
+  }
+}
+
+bool SameSteps(const Schedule& a, const Schedule& b) {
+  std::vector<const Step*> sa, sb;
+  for (const Phase& p : a.phases) {
+    for (const Step& s : p.steps) sa.push_back(&s);
+  }
+  for (const Phase& p : b.phases) {
+    for (const Step& s : p.steps) sb.push_back(&s);
+  }
+  return std::equal(sa.begin(), sa.end(), sb.begin(), sb.end(), [](const Step* x, const Step* y) {
+    return x->kind == y->kind && x->src == y->src && x->dst == y->dst && x->peer == y->peer &&
+           x->divisor == y->divisor;
+  });
+}
+
+}  // namespace
 
 const char* GpuAllReduceShapeName(GpuAllReduceShape s) {
   switch (s) {
@@ -35,38 +96,68 @@ Status BuildSpreadAllReduce(const OpSignature& sig, const std::vector<int>& rank
     return Status::InvalidArgument("the spread AllReduce runs on one node holding every rank (" +
                                    std::to_string(ranks.size()) + " local of " + std::to_string(world) + ")");
   }
-  const uint64_t bytes = sig.count * DataTypeSize(sig.dtype);
-  const uint64_t n = ranks.size();
-  uint64_t chunk = (bytes + n - 1) / n;
-  chunk = (chunk + kSpreadChunkAlignBytes - 1) / kSpreadChunkAlignBytes * kSpreadChunkAlignBytes;
-  auto span = [&](uint64_t k) {
-    const uint64_t off = std::min(bytes, k * chunk);
-    return std::pair{off, std::min(chunk, bytes - off)};
-  };
+  const SpreadChunks chunks(sig, ranks.size());
   ScheduleBuilder b(out);
-  // Every chunk's fold, each in its owner's receive buffer. The builder drops
-  // the empty chunks at the end of a short vector.
-  for (uint64_t k = 0; k < n; ++k) {
-    const auto [off, len] = span(k);
-    const int owner = ranks[k];
-    const Region work{BufKind::kRecv, owner, off, len};
-    b.Copy({BufKind::kSend, owner, off, len}, work);
-    for (int r : ranks) {
-      if (r != owner) b.Reduce({BufKind::kSend, r, off, len}, work);
-    }
+  // Every chunk's fold, each in its owner's receive buffer.
+  for (uint64_t k = 0; k < ranks.size(); ++k) {
+    const Region work = FoldChunk(b, chunks, ranks, k);
     if (sig.redop == RedOp::kAvg) b.Divide(work, static_cast<uint64_t>(world));
   }
   // Then every rank fetches the chunks it does not own. Local steps of one
   // phase run in order, so these follow every fold (on GPUs the plan's
   // events order each copy after its chunk's fold only).
-  for (uint64_t k = 0; k < n; ++k) {
-    const auto [off, len] = span(k);
-    for (int r : ranks) {
-      if (r != ranks[k]) b.Copy({BufKind::kRecv, ranks[k], off, len}, {BufKind::kRecv, r, off, len});
-    }
-  }
+  for (uint64_t k = 0; k < ranks.size(); ++k) CopyChunkToOthers(b, chunks, ranks, k, ranks[k]);
   b.Finish();
   return Status::Ok();
+}
+
+bool SpreadAllReduceEnds(const OpSignature& sig, const std::vector<int>& local, int world, ScheduleSplit* split) {
+  if (sig.collective != Collective::kAllReduce || local.size() < 2) return false;
+  const int leader = local.front();
+  const uint64_t bytes = sig.count * DataTypeSize(sig.dtype);
+  const Region vector{BufKind::kRecv, leader, 0, bytes};
+  // The ends as plan.cc builds them, which is all this knows how to spread.
+  Schedule gathered_head, gathered_tail;
+  {
+    ScheduleBuilder b(&gathered_head);
+    b.Copy({BufKind::kSend, leader, 0, bytes}, vector);
+    for (int r : local) {
+      if (r != leader) b.Reduce({BufKind::kSend, r, 0, bytes}, vector);
+    }
+    b.Finish();
+  }
+  {
+    ScheduleBuilder b(&gathered_tail);
+    if (sig.redop == RedOp::kAvg) b.Divide(vector, static_cast<uint64_t>(world));
+    for (int r : local) b.Copy(vector, {BufKind::kRecv, r, 0, bytes});
+    b.Finish();
+  }
+  if (!SameSteps(split->head, gathered_head) || !SameSteps(split->tail, gathered_tail)) return false;
+
+  const SpreadChunks chunks(sig, local.size());
+  Schedule head, tail;
+  {
+    ScheduleBuilder b(&head);
+    for (uint64_t k = 0; k < local.size(); ++k) {
+      const Region work = FoldChunk(b, chunks, local, k);
+      b.Copy(work, {BufKind::kRecv, leader, work.offset, work.bytes});
+    }
+    b.Finish();
+  }
+  {
+    ScheduleBuilder b(&tail);
+    if (sig.redop == RedOp::kAvg) b.Divide(vector, static_cast<uint64_t>(world));
+    for (uint64_t k = 0; k < local.size(); ++k) {
+      const auto [off, len] = chunks.span(k);
+      b.Copy({BufKind::kRecv, leader, off, len}, {BufKind::kRecv, local[k], off, len});
+    }
+    // Each after its chunk's copy above (on GPUs, by the plan's events).
+    for (uint64_t k = 0; k < local.size(); ++k) CopyChunkToOthers(b, chunks, local, k, leader);
+    b.Finish();
+  }
+  split->head = std::move(head);
+  split->tail = std::move(tail);
+  return true;
 }
 
 }  // namespace baton

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/network_split.h"
 #include "collectives/schedule.h"
 #include "common/status.h"
 #include "common/types.h"
@@ -47,5 +48,27 @@ inline constexpr uint64_t kSpreadChunkAlignBytes = 256;
 // The schedule above for `sig` (an AllReduce) over `ranks`, the node's local
 // ranks in rank order, of a communicator of `world` ranks on that one node.
 Status BuildSpreadAllReduce(const OpSignature& sig, const std::vector<int>& ranks, int world, Schedule* out);
+
+// Across nodes, with a node's local ends on its GPUs (daemon/device_ends.h),
+// the hierarchical AllReduce's head gathers the node's reduction into the
+// leader's receive buffer (the lowest local rank's, where the network part
+// expects the node's vector) and its tail copies the result from there to
+// every local rank: on several GPUs, every fold on the leader's GPU and
+// n-1 vectors through its links each way, as above. This rewrites both
+// ends of `split` (SplitForDeviceEnds of one node's AllReduce; `local` the
+// node's ranks in rank order) the same way:
+//   head: chunk k folded in local rank k's receive buffer (from its own
+//         input, then the others in rank order), then copied into the
+//         leader's receive buffer;
+//   tail: the division of an average on the leader's vector as before, then
+//         chunk k copied from the leader to local rank k, and from there to
+//         the other local ranks.
+// The leader's links then carry 2(n-1)/n of a vector each way instead of
+// n-1 vectors (its own chunk's fold reads and copy-out writes (n-1)/n, as
+// every owner's; the other chunks come in and go out once), and each GPU
+// folds 1/n of it. The rounding is as above.
+// False, leaving `split` as it was, when its ends are not exactly the
+// hierarchical AllReduce's over `local` (another collective, one local rank).
+bool SpreadAllReduceEnds(const OpSignature& sig, const std::vector<int>& local, int world, ScheduleSplit* split);
 
 }  // namespace baton

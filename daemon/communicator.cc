@@ -845,7 +845,7 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
       if (spec_.layout.num_nodes() == 1 && services_.gpu_collectives) {
         st = RunOnDevices(schedule, ops, spec_.layout.world_size(), services_.gpu_allreduce, &gpu_schedule);
       } else if (services_.gpu_collectives) {
-        st = ends.RunHead(schedule, ops, spec_.layout.world_size(), &host_schedule);
+        st = ends.RunHead(schedule, ops, spec_.layout.world_size(), services_.gpu_allreduce, &host_schedule);
       }
       const bool on_gpus = gpu_schedule != nullptr;
       StagingPipeline staging;

@@ -24,7 +24,10 @@
 //   4. RunTail runs the tail on the GPUs.
 // Every step runs in the schedule's order on the same bytes as the host
 // path (the kernels have the host kernels' semantics), so the result is the
-// host path's, bit for bit.
+// host path's, bit for bit. Except that on several GPUs an AllReduce's ends
+// are spread over them (collectives/spread_allreduce.h: the head's fold cut
+// into one chunk per GPU instead of all on the leader's), with the spread
+// AllReduce's rounding.
 //
 // Conditions, else step 1 leaves everything to staging:
 //   * every local rank's non-empty buffers are GPU memory, not staged yet,
@@ -40,6 +43,7 @@
 
 #include "collectives/device_steps.h"
 #include "collectives/network_split.h"
+#include "collectives/spread_allreduce.h"
 #include "common/status.h"
 #include "daemon/local_op.h"
 #include "daemon/staging_plan.h"
@@ -50,8 +54,11 @@ class DeviceEnds {
  public:
   // Step 1 for `schedule` (this node's, for `ops`, the local ranks' parts
   // of a communicator of `world` ranks): *host_part is the schedule to run
-  // on host memory, valid until the next call. An error is the head's.
-  Status RunHead(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, const Schedule** host_part);
+  // on host memory, valid until the next call. An AllReduce's ends are
+  // spread over the GPUs as `shape` says (collectives/spread_allreduce.h:
+  // kAuto spreads them over several GPUs). An error is the head's.
+  Status RunHead(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, GpuAllReduceShape shape,
+                 const Schedule** host_part);
   // Whether the last RunHead ran the head on the GPUs.
   bool active() const { return active_; }
   // Step 2: the input spans of what the head wrote, `host` being the local
@@ -70,6 +77,7 @@ class DeviceEnds {
   ScheduleSplit split_;
   std::vector<DeviceRankBuffers> buffers_;
   std::vector<int> devices_;
+  std::vector<int> local_ranks_;
   std::vector<DeviceStep> head_steps_;
   std::vector<DeviceStep> tail_steps_;
   DataType dtype_ = DataType::kFloat32;

@@ -70,7 +70,8 @@ options:
                          local steps do (default on; off: every device buffer is
                          staged through host memory)
   --gpu-allreduce auto|spread|gathered
-                         the shape of such an AllReduce: spread, each rank's GPU
+                         the shape of such an AllReduce (within a node, and of
+                         its local steps across nodes): spread, each rank's GPU
                          reducing its share of the vector, or gathered, every
                          reduction on the first rank's GPU (default auto: spread
                          when the ranks are on more than one GPU)

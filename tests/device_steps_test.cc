@@ -11,87 +11,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
-#include <deque>
 
-#include "collectives/reduce.h"
 #include "collectives/reference.h"
 #include "collectives/spread_allreduce.h"
+#include "tests/gpu_orders.h"
 #include "tests/schedule_simulator.h"
 
 namespace baton::test {
 namespace {
 using namespace baton::reference;
-
-bool Overlap(const uint8_t* a, uint64_t a_bytes, const uint8_t* b, uint64_t b_bytes) {
-  return a_bytes > 0 && b_bytes > 0 && a < b + b_bytes && b < a + a_bytes;
-}
-
-// Whether running `j` before `i` could change the result.
-bool Touch(const DeviceStep& i, const DeviceStep& j) {
-  auto reads = [](const DeviceStep& s) { return s.src; };
-  return Overlap(i.dst, i.bytes, j.dst, j.bytes) || (reads(j) && Overlap(i.dst, i.bytes, j.src, j.bytes)) ||
-         (reads(i) && Overlap(i.src, i.bytes, j.dst, j.bytes));
-}
-
-// before[j][i]: step i finishes before step j starts, by stream order (one
-// GPU's steps in order) and waits, transitively.
-std::vector<std::vector<bool>> HappensBefore(const std::vector<DeviceStep>& steps) {
-  const size_t n = steps.size();
-  std::vector<std::vector<bool>> before(n, std::vector<bool>(n, false));
-  for (size_t j = 0; j < n; ++j) {
-    std::vector<size_t> direct(steps[j].waits.begin(), steps[j].waits.end());
-    for (size_t i = j; i-- > 0;) {
-      if (steps[i].device == steps[j].device) {
-        direct.push_back(i);
-        break;
-      }
-    }
-    for (size_t i : direct) {
-      before[j][i] = true;
-      for (size_t k = 0; k < n; ++k) {
-        if (before[i][k]) before[j][k] = true;
-      }
-    }
-  }
-  return before;
-}
-
-void Run(const DeviceStep& s, DataType dtype, RedOp redop) {
-  const uint64_t count = s.bytes / DataTypeSize(dtype);
-  switch (s.kind) {
-    case StepKind::kCopy: std::memcpy(s.dst, s.src, s.bytes); break;
-    case StepKind::kReduce: ReduceInto(dtype, redop, s.dst, s.src, count); break;
-    case StepKind::kDivide: DivideBy(dtype, s.dst, count, s.divisor); break;
-    default: FAIL() << "network step in a device plan";
-  }
-}
-
-// Runs `steps` as GPUs might: one queue per GPU; at every turn, the GPU
-// chosen by `pick` among those whose next step has nothing left to wait for.
-template <typename Pick>
-void RunLikeGpus(const std::vector<DeviceStep>& steps, DataType dtype, RedOp redop, Pick pick) {
-  std::vector<int> devices = DevicesOf(steps);
-  std::vector<std::deque<size_t>> queues(devices.size());
-  for (size_t j = 0; j < steps.size(); ++j) {
-    queues[std::find(devices.begin(), devices.end(), steps[j].device) - devices.begin()].push_back(j);
-  }
-  std::vector<bool> done(steps.size(), false);
-  for (size_t left = steps.size(); left > 0; --left) {
-    std::vector<size_t> ready;  // indexes into queues
-    for (size_t q = 0; q < queues.size(); ++q) {
-      if (queues[q].empty()) continue;
-      const DeviceStep& s = steps[queues[q].front()];
-      if (std::all_of(s.waits.begin(), s.waits.end(), [&](uint32_t w) { return done[w]; })) ready.push_back(q);
-    }
-    ASSERT_FALSE(ready.empty()) << "the plan deadlocks: every GPU waits for a step that cannot run";
-    const size_t q = ready[pick(ready.size())];
-    const size_t j = queues[q].front();
-    queues[q].pop_front();
-    Run(steps[j], dtype, redop);
-    done[j] = true;
-  }
-}
 
 struct DeviceCase {
   const char* name;
@@ -133,7 +61,7 @@ void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place
   }
   // Three runs, each from fresh buffers: GPU order as queued, last GPU
   // first, and alternating.
-  for (int order = 0; order < 3; ++order) {
+  for (int order = 0; order < kGpuOrders; ++order) {
     RankMemory mem = MakeRankMemory(sig, world, in_place);
     std::vector<DeviceRankBuffers> buffers(world);
     for (int r = 0; r < world; ++r) {
@@ -146,25 +74,9 @@ void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place
     const Status st = PlanDeviceSteps(schedule, memory, &steps);
     ASSERT_TRUE(st.ok()) << sig.ToString() << ": " << st.ToString();
     if (order == 0) {
-      const auto before = HappensBefore(steps);
-      for (size_t j = 0; j < steps.size(); ++j) {
-        for (size_t i = 0; i < j; ++i) {
-          ASSERT_TRUE(!Touch(steps[i], steps[j]) || before[j][i])
-              << sig.ToString() << (in_place ? " in place" : "") << ": step " << j << " (GPU " << steps[j].device
-              << ") may run before step " << i << " (GPU " << steps[i].device << "), which touches the same memory";
-        }
-        for (uint32_t w : steps[j].waits) {
-          ASSERT_LT(w, j);
-          ASSERT_TRUE(steps[w].signals) << "step " << j << " waits for step " << w << ", which records no event";
-          ASSERT_NE(steps[w].device, steps[j].device) << "a wait within one GPU's stream";
-        }
-      }
+      ASSERT_TRUE(StepsOrderedWhereTheyTouch(steps)) << sig.ToString() << (in_place ? " in place" : "");
     }
-    int turn = 0;
-    RunLikeGpus(steps, sig.dtype, sig.redop, [&](size_t n) {
-      ++turn;
-      return order == 0 ? size_t{0} : order == 1 ? n - 1 : static_cast<size_t>(turn) % n;
-    });
+    RunLikeGpus(steps, sig.dtype, sig.redop, order);
     if (::testing::Test::HasFatalFailure()) return;
     for (int r = 0; r < world; ++r) {
       Bytes want = Expected(sig, world, r, mem.inputs);
@@ -273,7 +185,7 @@ TEST(DeviceSteps, SpreadAllReduceGivesEveryGpuItsShareOfTheReduction) {
     EXPECT_LE(std::count(before[j].begin(), before[j].end(), true), 3) << "fold step " << j << " on GPU "
                                                                        << steps[j].device << " waits for another GPU";
   }
-  RunLikeGpus(steps, sig.dtype, sig.redop, [](size_t n) { return n - 1; });
+  RunLikeGpus(steps, sig.dtype, sig.redop, /*order=*/1);  // the last GPU first
   for (int r = 0; r < 4; ++r) {
     const Bytes want = Expected(sig, 4, r, mem.inputs);
     const Bytes got(mem.sim[r].recv, mem.sim[r].recv + mem.sim[r].recv_bytes);

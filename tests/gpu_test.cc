@@ -210,6 +210,10 @@ const MatrixCase kCases[] = {
     // GPUs and only the network middle is staged (device_ends.h).
     {"2nodes_x2_device_stream", 2, {0, 0, 1, 1},
      {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice}, true},
+    // ... with an AllReduce's ends spread over the ranks (as on several GPUs).
+    {"2nodes_x2_device_stream_spread", 2, {0, 0, 1, 1},
+     {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice}, true,
+     {"--gpu-allreduce", "spread"}},
     {"2nodes_x2_mixed", 2, {0, 0, 1, 1},
      {Placement::kDevice, Placement::kHost, Placement::kDeviceSendHostRecv, Placement::kDevice}, false},
 };

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "collectives/layout.h"
+#include "collectives/spread_allreduce.h"
 
 namespace baton {
 namespace {
@@ -164,4 +165,97 @@ TEST(NetworkSplit, EndsThatNeedHostMemoryAreNotSplitForTheGpus) {
 }
 
 }  // namespace
+// What the leader's GPU moves through its links in a node's ends: bytes
+// its buffers take in from other ranks' (the head's copies and the reads of
+// its folds) and give out to them (the tail's copies).
+struct LeaderTraffic {
+  uint64_t in = 0, out = 0;
+};
+
+LeaderTraffic LeadersTraffic(const ScheduleSplit& split, int leader) {
+  LeaderTraffic t;
+  for (const Step& s : Steps(split.head)) {
+    if ((s.kind == StepKind::kCopy || s.kind == StepKind::kReduce) && s.dst.rank == leader && s.src.rank != leader) {
+      t.in += s.src.bytes;
+    }
+  }
+  for (const Step& s : Steps(split.tail)) {
+    if (s.kind == StepKind::kCopy && s.src.rank == leader && s.dst.rank != leader) t.out += s.src.bytes;
+  }
+  return t;
+}
+
+// Spread over four GPUs (collectives/spread_allreduce.h), an AllReduce's
+// ends give every local rank a quarter of the folds, and the leader's links
+// carry one and a half vectors each way instead of three (its own chunk's
+// fold reads the others' and its copy-out writes them, as every owner's;
+// the other chunks come in and go out once); the middle is untouched.
+// Results are checked in staging_plan_test.cc (the matrix's spread runs).
+TEST(NetworkSplit, SpreadAllReduceEndsShareTheLeadersTraffic) {
+  const NodeLayout layout = NodeLayout::Blocked({4, 4});
+  const uint64_t count = 1 << 16;  // 256 KiB: four chunks of 64 KiB
+  const uint64_t bytes = 4 * count;
+  for (RedOp op : {RedOp::kSum, RedOp::kAvg}) {
+    PlanInput in;
+    in.sig = {Collective::kAllReduce, DataType::kFloat32, op, -1, count};
+    in.layout = &layout;
+    in.node = 1;  // ranks 4..7, leader 4
+    in.algorithm = Algorithm::kRing;
+    Schedule schedule;
+    ASSERT_TRUE(BuildSchedule(in, &schedule).ok());
+    ScheduleSplit split;
+    ASSERT_TRUE(SplitForDeviceEnds(schedule, &split));
+    const LeaderTraffic gathered = LeadersTraffic(split, 4);
+    EXPECT_EQ(gathered.in, 3 * bytes);
+    EXPECT_EQ(gathered.out, 3 * bytes);
+    const Schedule middle = split.middle;
+    ASSERT_TRUE(SpreadAllReduceEnds(in.sig, {4, 5, 6, 7}, 8, &split));
+    ASSERT_EQ(Steps(split.middle).size(), Steps(middle).size());
+    std::vector<int> folds(8, 0);
+    for (const Step& s : Steps(split.head)) {
+      ASSERT_NE(s.kind, StepKind::kDivide);
+      if (s.kind == StepKind::kReduce) {
+        EXPECT_EQ(s.src.bytes, bytes / 4);
+        ++folds[s.dst.rank];
+      }
+    }
+    for (int r = 4; r < 8; ++r) EXPECT_EQ(folds[r], 3) << "rank " << r;
+    const std::vector<Step> tail = Steps(split.tail);
+    ASSERT_FALSE(tail.empty());
+    EXPECT_EQ(tail.front().kind == StepKind::kDivide, op == RedOp::kAvg);
+    for (const Step& s : tail) {
+      if (s.kind == StepKind::kCopy) {
+        EXPECT_NE(s.dst.rank, 4) << "the leader holds the result already";
+      }
+    }
+    const LeaderTraffic spread = LeadersTraffic(split, 4);
+    EXPECT_EQ(spread.in, 6 * bytes / 4);
+    EXPECT_EQ(spread.out, 6 * bytes / 4);
+  }
+}
+
+// Only the hierarchical AllReduce's ends are spread; anything else is left
+// as it was.
+TEST(NetworkSplit, SpreadAllReduceEndsLeaveOtherEndsAlone) {
+  const NodeLayout layout = NodeLayout::Blocked({2, 2});
+  for (Collective c : {Collective::kReduce, Collective::kAllGather, Collective::kAllReduce}) {
+    PlanInput in;
+    in.sig = {c, DataType::kFloat32, RedOp::kSum, c == Collective::kReduce ? 0 : -1, 1000};
+    in.layout = &layout;
+    in.node = 0;
+    in.algorithm = Algorithm::kRing;
+    Schedule schedule;
+    ASSERT_TRUE(BuildSchedule(in, &schedule).ok());
+    ScheduleSplit split;
+    if (!SplitForDeviceEnds(schedule, &split)) continue;
+    const std::string before = split.head.ToString() + split.tail.ToString();
+    // An AllReduce named with ranks that are not this node's is not recognised.
+    const std::vector<int> local = c == Collective::kAllReduce ? std::vector<int>{1, 2} : std::vector<int>{0, 1};
+    EXPECT_FALSE(SpreadAllReduceEnds(in.sig, local, 4, &split)) << CollectiveName(c);
+    EXPECT_EQ(split.head.ToString() + split.tail.ToString(), before) << CollectiveName(c);
+  }
+  ScheduleSplit empty;
+  EXPECT_FALSE(SpreadAllReduceEnds({Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 10}, {0}, 2, &empty));
+}
+
 }  // namespace baton

@@ -15,9 +15,10 @@
 #include <string>
 #include <map>
 
-#include "collectives/local_steps.h"
 #include "collectives/network_split.h"
+#include "collectives/spread_allreduce.h"
 #include "collectives/reference.h"
+#include "tests/gpu_orders.h"
 #include "tests/schedule_simulator.h"
 
 namespace baton::test {
@@ -157,8 +158,16 @@ void RunStagedAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorit
 // and the tail runs on the ranks' own buffers after the middle's last
 // phase. Other nodes stage everything, as before. `split_nodes` counts the
 // nodes that split.
+// How the device ends run: an AllReduce's spread over the local ranks' GPUs
+// (SpreadAllReduceEnds, each rank on a GPU of its own) or gathered (two
+// GPUs), in which of the orders GPUs may choose (tests/gpu_orders.h).
+struct EndsRun {
+  bool spread = false;
+  int order = 0;
+};
+
 void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorithm algo, bool in_place,
-                           Totals* totals = nullptr, int* split_nodes = nullptr) {
+                           Totals* totals = nullptr, int* split_nodes = nullptr, EndsRun how = {}) {
   const int world = layout.world_size();
   const int nodes = layout.num_nodes();
   RankMemory mem = MakeRankMemory(sig, world, in_place);
@@ -172,7 +181,7 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
     StageRank(d, &staging[r]);
     run[r] = staging[r].host;
     buffers[r] = {run[r].send, run[r].send_bytes, run[r].recv, run[r].recv_bytes};
-    const int gpu = r % 2;
+    const int gpu = how.spread ? r : r % 2;
     device[r] = {d.send, d.send_bytes, d.send_bytes > 0 ? gpu : -1, d.recv, d.recv_bytes, d.recv_bytes > 0 ? gpu : -1};
     auto& node = spans[layout.node_of_rank[r]];
     if (run[r].send_bytes > 0) node.push_back({run[r].send, d.send, run[r].send_bytes, gpu, true});
@@ -181,20 +190,25 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
   std::vector<ScheduleSplit> splits(nodes);
   std::vector<std::vector<DeviceStep>> head(nodes), tail(nodes);
   std::vector<bool> split(nodes, false);
-  auto run_on_gpus = [&](const std::vector<DeviceStep>& steps) {
-    std::vector<LocalStep> local;
-    for (const DeviceStep& d : steps) local.push_back({d.kind, d.src, d.dst, d.bytes, d.divisor});
-    RunLocalSteps(local, sig.dtype, sig.redop, nullptr);
-  };
+  auto run_on_gpus = [&](const std::vector<DeviceStep>& steps) { RunLikeGpus(steps, sig.dtype, sig.redop, how.order); };
   std::map<int, StagingPlan> plans;
   Totals local;
   PhaseHooks hooks = CopyingHooks(buffers, spans, plans, local);
   hooks.rewrite = [&](int node, Schedule* schedule) -> Status {
     if (!SplitForDeviceEnds(*schedule, &splits[node])) return Status::Ok();
     split[node] = true;
+    if (how.spread) {
+      const std::vector<int>& local_ranks = layout.ranks_of_node[node];
+      const bool spread = SpreadAllReduceEnds(sig, local_ranks, world, &splits[node]);
+      EXPECT_EQ(spread, sig.collective == Collective::kAllReduce && local_ranks.size() > 1)
+          << sig.ToString() << " node " << node << ": " << (spread ? "spread" : "not spread");
+    }
     const DeviceMemory memory{&device, nullptr, 0, 0};
     BATON_RETURN_IF_ERROR(PlanDeviceSteps(splits[node].head, memory, &head[node]));
     BATON_RETURN_IF_ERROR(PlanDeviceSteps(splits[node].tail, memory, &tail[node]));
+    for (const auto* steps : {&head[node], &tail[node]}) {
+      EXPECT_TRUE(StepsOrderedWhereTheyTouch(*steps)) << sig.ToString() << " node " << node;
+    }
     run_on_gpus(head[node]);
     BATON_RETURN_IF_ERROR(AppendHeadOutputs(splits[node].head, device, buffers, &spans[node]));
     *schedule = splits[node].middle;
@@ -246,8 +260,13 @@ TEST_P(StagingPlanMatrix, CopiesAroundThePhasesGiveTheReference) {
           if (HasFatalFailure()) return;
           RunStagedAndCheck(layout, sig, algo, in_place, [](int r) { return r % 2 == 0; });
           if (HasFatalFailure()) return;
-          RunDeviceEndsAndCheck(layout, sig, algo, in_place);
-          if (HasFatalFailure()) return;
+          for (int order = 0; order < kGpuOrders; ++order) {
+            for (bool spread : {false, true}) {
+              if (spread && coll != Collective::kAllReduce) continue;
+              RunDeviceEndsAndCheck(layout, sig, algo, in_place, nullptr, nullptr, {spread, order});
+              if (HasFatalFailure()) return;
+            }
+          }
         }
       }
     }
