@@ -371,6 +371,52 @@ TEST(GpuOneNode, DeviceBuffersAreReducedOnTheGpuAndMixedOnesStaged) {
   EXPECT_GE(off.at("shm"), 3 * kCount * sizeof(float));
 }
 
+// Across two nodes of two GPU ranks, an AllReduce's local steps (the
+// node's reduction and copy-out) run on the GPU (device_ends.h): node 0's
+// daemon counts them under "gpu" besides its TCP traffic; with
+// --gpu-collectives off they run on staged host memory, "gpu" stays 0.
+// Results checked every time.
+TEST(GpuTwoNodes, LocalStepsOfDeviceBuffersRunOnTheGpu) {
+  SKIP_WITHOUT_GPU();
+  constexpr size_t kCount = 1 << 20;
+  constexpr size_t kBytes = kCount * sizeof(float);
+  auto run = [&](const LocalCluster& cluster) {
+    std::string err = RunRanks(cluster, {0, 0, 1, 1}, UniqueJob("gpu-ends"), [&](int rank, baton_comm_t comm) {
+      cudaSetDevice(0);
+      std::vector<float> host(kCount, static_cast<float>(rank + 1));
+      DeviceBuffer buf;
+      ASSERT_EQ(cudaMalloc(&buf.ptr, kBytes), cudaSuccess);
+      float* x = static_cast<float*>(buf.ptr);
+      ASSERT_EQ(cudaMemcpy(x, host.data(), kBytes, cudaMemcpyHostToDevice), cudaSuccess);
+      for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(baton_allreduce(x, x, kCount, baton_float32, baton_sum, comm, nullptr), baton_success)
+            << baton_get_last_error(comm);
+      }
+      ASSERT_EQ(cudaMemcpy(host.data(), x, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (size_t i = 0; i < kCount; ++i) {
+        if (host[i] != 160.0f) {  // in place, three times: 1 + 2 + 3 + 4 = 10, then 40, then 160
+          ADD_FAILURE() << "rank " << rank << " element " << i << ": got " << host[i] << ", want 160";
+          break;
+        }
+      }
+    });
+    ASSERT_EQ(err, "");
+  };
+  auto cluster = StartCluster(2);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  run(*cluster);
+  const auto ends = TransportBytes(*cluster);
+  EXPECT_GE(ends.at("gpu"), 3 * kBytes) << "the node's reduction of GPU buffers did not run on the GPU";
+  EXPECT_GT(ends.at("tcp"), 0u);
+
+  auto staging = StartCluster(2, {"--gpu-collectives", "off"});
+  ASSERT_TRUE(staging->status().ok()) << staging->status().ToString();
+  run(*staging);
+  const auto off = TransportBytes(*staging);
+  EXPECT_EQ(off.at("gpu"), 0u) << "--gpu-collectives off, yet local steps ran on the GPU";
+  EXPECT_GE(off.at("shm"), 3 * kBytes);
+}
+
 // Send and Recv between device buffers of two ranks on one node, blocking
 // and stream-ordered: matched in the daemon on staged host memory (they are
 // never left to the worker's GPU path), every element checked.
