@@ -56,6 +56,16 @@ bool UsesScratch(const Schedule& schedule) {
   return false;
 }
 
+bool TouchesBuffer(const Schedule& schedule, BufKind buf, int rank) {
+  auto names = [&](const Region& r) { return r.bytes > 0 && r.buf == buf && r.rank == rank; };
+  for (const Phase& p : schedule.phases) {
+    for (const Step& s : p.steps) {
+      if ((ReadsSrc(s) && names(s.src)) || (WritesDst(s) && names(s.dst))) return true;
+    }
+  }
+  return false;
+}
+
 bool WritesSendBuffer(const Schedule& schedule) {
   for (const Phase& p : schedule.phases) {
     for (const Step& s : p.steps) {

@@ -44,5 +44,9 @@ bool SplitForDeviceEnds(const Schedule& schedule, ScheduleSplit* out);
 bool UsesScratch(const Schedule& schedule);
 // Whether any step of `schedule` writes a rank's send buffer.
 bool WritesSendBuffer(const Schedule& schedule);
+// Whether any step of `schedule` reads or writes `rank`'s buffer `buf`
+// (kSend or kRecv): with the ends on the GPUs, a buffer the middle never
+// touches needs no staging memory.
+bool TouchesBuffer(const Schedule& schedule, BufKind buf, int rank);
 
 }  // namespace baton

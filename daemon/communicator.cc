@@ -901,7 +901,11 @@ Status Communicator::StageDeferred(std::vector<LocalOp>& ops, const Schedule& sc
   for (LocalOp& o : ops) {
     if (!o.device || o.device->staged() || !o.device->has_device_buffers()) continue;
     if (!services_.pinned) return Status::Internal("GPU buffers on a daemon without a staging pool");
-    BATON_RETURN_IF_ERROR(o.device->StageLater(*services_.pinned, &o.bufs, &spans));
+    // With the ends on the GPUs, `schedule` is the middle: buffers it never
+    // touches (the other local ranks' of an AllReduce) need no host memory.
+    const bool send_used = !ends.active() || TouchesBuffer(schedule, BufKind::kSend, o.rank);
+    const bool recv_used = !ends.active() || TouchesBuffer(schedule, BufKind::kRecv, o.rank);
+    BATON_RETURN_IF_ERROR(o.device->StageLater(*services_.pinned, &o.bufs, &spans, send_used, recv_used));
     (*buffers)[o.rank] = o.bufs;
   }
   BATON_RETURN_IF_ERROR(ends.AddHeadOutputs(*buffers, &spans));

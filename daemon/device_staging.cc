@@ -49,24 +49,27 @@ Status DeviceStaging::Stage(gpu::PinnedPool& pool, RankBuffers* bufs) {
   return Status::Ok();
 }
 
-Status DeviceStaging::StageLater(gpu::PinnedPool& pool, RankBuffers* bufs, std::vector<StagedSpan>* spans) {
-  BATON_RETURN_IF_ERROR(PointAtHostMemory(pool, bufs));
+Status DeviceStaging::StageLater(gpu::PinnedPool& pool, RankBuffers* bufs, std::vector<StagedSpan>* spans,
+                                 bool send_used, bool recv_used) {
+  BATON_RETURN_IF_ERROR(PointAtHostMemory(pool, bufs, send_used, recv_used));
   copied_back_by_pipeline_ = true;
-  if (send_.segment && bufs->send_bytes > 0) {
+  if (send_.segment && bufs->send_bytes > 0 && bufs->send != nullptr) {
     spans->push_back({bufs->send, send_.device_ptr, bufs->send_bytes, send_.segment->device(), true});
   }
-  if (recv_.segment && bufs->recv_bytes > 0) {
+  if (recv_.segment && bufs->recv_bytes > 0 && bufs->recv != nullptr) {
     spans->push_back({bufs->recv, recv_.device_ptr, bufs->recv_bytes, recv_.segment->device(), false});
   }
   return Status::Ok();
 }
 
-Status DeviceStaging::PointAtHostMemory(gpu::PinnedPool& pool, RankBuffers* bufs) {
+Status DeviceStaging::PointAtHostMemory(gpu::PinnedPool& pool, RankBuffers* bufs, bool send_used, bool recv_used) {
   if (staged_) return Status::Internal("a GPU operation staged twice");
   staged_ = true;
   const bool send_on_device = send_.segment && bufs->send_bytes > 0;
   const bool recv_on_device = recv_.segment && bufs->recv_bytes > 0;
-  if (send_on_device && recv_on_device && send_.segment == recv_.segment) {
+  if (send_on_device && !send_used) bufs->send = nullptr;
+  if (recv_on_device && !recv_used) bufs->recv = nullptr;
+  if (send_on_device && recv_on_device && send_.segment == recv_.segment && (send_used || recv_used)) {
     // One allocation: overlapping ranges (in place) share one staging buffer.
     uint8_t* lo = std::min(send_.device_ptr, recv_.device_ptr);
     uint8_t* hi = std::max(send_.device_ptr + bufs->send_bytes, recv_.device_ptr + bufs->recv_bytes);
@@ -80,11 +83,11 @@ Status DeviceStaging::PointAtHostMemory(gpu::PinnedPool& pool, RankBuffers* bufs
       return Status::Ok();
     }
   }
-  if (send_on_device) {
+  if (send_on_device && send_used) {
     BATON_RETURN_IF_ERROR(pool.Acquire(bufs->send_bytes, &send_host_));
     bufs->send = send_host_.data();
   }
-  if (recv_on_device) {
+  if (recv_on_device && recv_used) {
     BATON_RETURN_IF_ERROR(pool.Acquire(bufs->recv_bytes, &recv_host_));
     bufs->recv = recv_host_.data();
   }

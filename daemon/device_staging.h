@@ -60,8 +60,12 @@ class DeviceStaging {
   // Step 2 for the worker's StagingPipeline: points `bufs` at staging
   // memory without copying and appends what is to be copied in and back to
   // `spans`; the pipeline copies them around the collective's phases, and
-  // Conclude then copies nothing.
-  Status StageLater(gpu::PinnedPool& pool, RankBuffers* bufs, std::vector<StagedSpan>* spans);
+  // Conclude then copies nothing. A side the schedule on host memory never
+  // touches (`send_used` or `recv_used` false: the GPUs run the steps that
+  // do, daemon/device_ends.h) gets no staging memory: its pointer in `bufs`
+  // becomes null, so that a step that did touch it fails as out of bounds.
+  Status StageLater(gpu::PinnedPool& pool, RankBuffers* bufs, std::vector<StagedSpan>* spans, bool send_used = true,
+                    bool recv_used = true);
   // If the operation was staged by Stage, copies the result (bufs.recv)
   // back to the device receive buffer; a collective that ran on the GPUs
   // left it there.
@@ -76,8 +80,9 @@ class DeviceStaging {
 
  private:
   Status WaitForStream(std::chrono::steady_clock::time_point deadline, const std::atomic<bool>& cancel) const;
-  // Staging memory for the device sides, `bufs` pointed at it; nothing copied.
-  Status PointAtHostMemory(gpu::PinnedPool& pool, RankBuffers* bufs);
+  // Staging memory for the device sides that are used, `bufs` pointed at it
+  // (null for an unused one); nothing copied.
+  Status PointAtHostMemory(gpu::PinnedPool& pool, RankBuffers* bufs, bool send_used = true, bool recv_used = true);
 
   Side send_;
   Side recv_;

@@ -105,6 +105,7 @@ Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffe
         return Status::Internal("the head of a schedule writes the receive buffer of rank " +
                                 std::to_string(s.dst.rank) + ", which has none here");
       }
+      if (host[r].recv == nullptr) continue;  // not staged: the middle never touches it
       const uint64_t size = std::min(host[r].recv_bytes, device[r].recv_bytes);
       if (s.dst.offset > size || s.dst.bytes > size - s.dst.offset) {
         return Status::Internal("the head of a schedule writes outside a receive buffer (rank " +

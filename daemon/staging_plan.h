@@ -65,9 +65,10 @@ Status PlanStaging(const Schedule& schedule, const std::vector<RankBuffers>& buf
 // middle, like a send buffer. Appends one input span for each range of a
 // local rank's receive buffer that `head` writes (ranges merged where they
 // overlap or touch), with `device` and `host` (both indexed by global rank)
-// giving the rank's buffers on the GPU and in staging memory. The plan then
-// copies each in before the middle first touches it, and not at all if it
-// never does. A region outside its buffer is an Internal error.
+// giving the rank's buffers on the GPU and in staging memory (a null host
+// receive buffer: not staged, as the middle never touches it; skipped). The
+// plan then copies each in before the middle first touches it, and not at
+// all if it never does. A region outside its buffer is an Internal error.
 Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffers>& device,
                          const std::vector<RankBuffers>& host, std::vector<StagedSpan>* spans);
 

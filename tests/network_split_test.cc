@@ -130,6 +130,13 @@ TEST(NetworkSplit, AnAllReducesEndsAreItsLocalReductionAndCopyOut) {
   EXPECT_EQ(tail.back().dst, (Region{BufKind::kRecv, 3, 0, 4000}));
   EXPECT_EQ(split.head.scratch_bytes, 0u);
   EXPECT_EQ(split.tail.scratch_bytes, 0u);
+  // The middle touches the leader's receive buffer only: nothing else of
+  // the node needs staging memory.
+  EXPECT_TRUE(TouchesBuffer(split.middle, BufKind::kRecv, 2));
+  EXPECT_FALSE(TouchesBuffer(split.middle, BufKind::kSend, 2));
+  EXPECT_FALSE(TouchesBuffer(split.middle, BufKind::kRecv, 3));
+  EXPECT_FALSE(TouchesBuffer(split.middle, BufKind::kSend, 3));
+  EXPECT_TRUE(TouchesBuffer(split.head, BufKind::kSend, 3));
   for (const Step& s : Steps(split.middle)) {
     EXPECT_TRUE(s.src.rank == 2 || s.src.rank == -1 || s.src.bytes == 0) << split.middle.ToString();
     EXPECT_EQ(s.dst.buf == BufKind::kSend, false) << split.middle.ToString();

@@ -102,6 +102,10 @@ Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo
       const SimRank& sr = ranks[r.rank];
       base = r.buf == BufKind::kSend ? sr.send : sr.recv;
       size = r.buf == BufKind::kSend ? sr.send_bytes : sr.recv_bytes;
+      if (base == nullptr && r.bytes > 0) {
+        return Status::Internal("node " + std::to_string(node) + " touches rank " + std::to_string(r.rank) + "'s " +
+                                (r.buf == BufKind::kSend ? "send" : "receive") + " buffer, which is not in memory");
+      }
     }
     if (r.offset > size || r.bytes > size - r.offset) {
       return Status::Internal("node " + std::to_string(node) + ": region out of bounds (offset " +

@@ -156,7 +156,8 @@ void RunStagedAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorit
 // anything else, the middle runs on staging copies with the plan's copies
 // in and back (what the head wrote counted as input: AppendHeadOutputs),
 // and the tail runs on the ranks' own buffers after the middle's last
-// phase. Other nodes stage everything, as before. `split_nodes` counts the
+// phase; buffers the middle never touches get no staging copy at all.
+// Other nodes stage everything, as before. `split_nodes` counts the
 // nodes that split.
 // How the device ends run: an AllReduce's spread over the local ranks' GPUs
 // (SpreadAllReduceEnds, each rank on a GPU of its own) or gathered (two
@@ -210,6 +211,24 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
       EXPECT_TRUE(StepsOrderedWhereTheyTouch(*steps)) << sig.ToString() << " node " << node;
     }
     run_on_gpus(head[node]);
+    // As DeviceStaging::StageLater: a buffer the middle never touches gets
+    // no staging memory (null, so that a touch fails the simulation), and
+    // no span; an in-place rank's one staging buffer serves both sides.
+    spans[node].clear();
+    for (int r : layout.ranks_of_node[node]) {
+      const bool shared = staging[r].send_host.empty() && run[r].send_bytes > 0;
+      const bool send_used = TouchesBuffer(splits[node].middle, BufKind::kSend, r);
+      const bool recv_used = TouchesBuffer(splits[node].middle, BufKind::kRecv, r);
+      if (!send_used && !(shared && recv_used)) run[r].send = nullptr;
+      if (!recv_used && !(shared && send_used)) run[r].recv = nullptr;
+      buffers[r] = {run[r].send, run[r].send_bytes, run[r].recv, run[r].recv_bytes};
+      if (run[r].send != nullptr && run[r].send_bytes > 0) {
+        spans[node].push_back({run[r].send, device[r].send, run[r].send_bytes, device[r].send_device, true});
+      }
+      if (run[r].recv != nullptr && run[r].recv_bytes > 0) {
+        spans[node].push_back({run[r].recv, device[r].recv, run[r].recv_bytes, device[r].recv_device, false});
+      }
+    }
     BATON_RETURN_IF_ERROR(AppendHeadOutputs(splits[node].head, device, buffers, &spans[node]));
     *schedule = splits[node].middle;
     return Status::Ok();
