@@ -29,40 +29,29 @@ Status QueryPointer(const void* p, DevicePointer* out) {
     return Status::Ok();  // not known to CUDA: plain host memory
   }
   if (type != CU_MEMORYTYPE_DEVICE) return Status::Ok();  // pinned or registered host memory
-  unsigned int managed = 0;
-  api->pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr);
-  if (managed != 0) {
-    return Status::InvalidArgument("the buffer is CUDA managed memory, which CUDA IPC cannot share with batond; "
-                                   "use cudaMalloc or baton_mem_alloc_device");
-  }
   int ordinal = -1;
   BATON_RETURN_IF_ERROR(FromCuDriver(api->pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr),
                                      "device of a pointer"));
   unsigned long long id = 0;
   BATON_RETURN_IF_ERROR(
       FromCuDriver(api->pointer_get_attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, ptr), "buffer id of a pointer"));
-  ScopedContext scoped(*api, ptr);
-  BATON_RETURN_IF_ERROR(scoped.status());
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  BATON_RETURN_IF_ERROR(FromCuDriver(api->mem_get_address_range(&base, &size, ptr), "cuMemGetAddressRange"));
-  out->sharing = Sharing::kCudaIpc;
+  out->on_device = true;
+  out->device = ordinal;
+  out->buffer_id = id;
+  unsigned int managed = 0;
+  api->pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr);
+  if (managed != 0) {
+    out->unshareable = "the buffer is CUDA managed memory, which CUDA IPC cannot share with batond";
+    return Status::Ok();
+  }
   unsigned int legacy = 1;  // a driver that cannot say: assume cudaMalloc memory, as before CUDA 11
   api->pointer_get_attribute(&legacy, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, ptr);
   if (legacy == 0) {
     CUmemoryPool pool = nullptr;
     api->pointer_get_attribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, ptr);
     if (pool != nullptr) {
-      return Status::InvalidArgument("the buffer comes from a cudaMallocAsync memory pool, which batond cannot "
-                                     "open; use cudaMalloc, cuMemCreate (shareable as a POSIX fd) or "
-                                     "baton_mem_alloc_device");
-    }
-    unsigned int handle_types = 0;
-    api->pointer_get_attribute(&handle_types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, ptr);
-    if ((handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0) {
-      return Status::InvalidArgument("the buffer is cuMemCreate memory that cannot be exported as a POSIX file "
-                                     "descriptor, so batond cannot open it; create it with requestedHandleTypes = "
-                                     "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, or use baton_mem_alloc_device");
+      out->unshareable = "the buffer comes from a cudaMallocAsync memory pool, which batond cannot open";
+      return Status::Ok();
     }
     // The unit batond maps is the mapping the pointer lies in (one
     // cuMemCreate allocation), not the whole reserved address range.
@@ -72,14 +61,25 @@ Status QueryPointer(const void* p, DevicePointer* out) {
         api->pointer_get_attribute(&mapping, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, ptr), "mapping of a pointer"));
     BATON_RETURN_IF_ERROR(FromCuDriver(
         api->pointer_get_attribute(&mapping_size, CU_POINTER_ATTRIBUTE_MAPPING_SIZE, ptr), "mapping size of a pointer"));
-    base = mapping;
-    size = mapping_size;
+    out->base = static_cast<uintptr_t>(mapping);
+    out->size = mapping_size;
     out->sharing = Sharing::kPosixFd;
     out->pieces = {{static_cast<uintptr_t>(mapping), mapping_size, id}};
+    unsigned int handle_types = 0;
+    api->pointer_get_attribute(&handle_types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, ptr);
+    if ((handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0) {
+      out->unshareable = "the buffer is cuMemCreate memory that cannot be exported as a POSIX file descriptor "
+                         "(requestedHandleTypes lacks CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), so batond cannot "
+                         "open it";
+    }
+    return Status::Ok();
   }
-  out->on_device = true;
-  out->device = ordinal;
-  out->buffer_id = id;
+  ScopedContext scoped(*api, ptr);
+  BATON_RETURN_IF_ERROR(scoped.status());
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  BATON_RETURN_IF_ERROR(FromCuDriver(api->mem_get_address_range(&base, &size, ptr), "cuMemGetAddressRange"));
+  out->sharing = Sharing::kCudaIpc;
   out->base = static_cast<uintptr_t>(base);
   out->size = size;
   return Status::Ok();
@@ -87,21 +87,21 @@ Status QueryPointer(const void* p, DevicePointer* out) {
 
 Status ExtendToCover(DevicePointer* ptr, uintptr_t end) {
   while (ptr->base + ptr->size < end) {
-    if (ptr->pieces.size() >= kMaxSpanPieces) {
-      return Status::InvalidArgument("the GPU buffer spans more than " + std::to_string(kMaxSpanPieces) +
-                                     " cuMemCreate mappings, more than one registration with batond joins; use a "
-                                     "smaller buffer or larger mappings");
-    }
     const uintptr_t next = ptr->base + ptr->size;
     DevicePointer piece;
     const Status st = QueryPointer(reinterpret_cast<const void*>(next), &piece);
     if (!st.ok() || !piece.on_device || piece.sharing != Sharing::kPosixFd || piece.base != next ||
         piece.device != ptr->device) {
       return Status::InvalidArgument("the GPU buffer runs past the end of its " + std::to_string(ptr->size) +
-                                     "-byte cuMemCreate mapping, and what follows is not another shareable mapping "
-                                     "on the same GPU" + (st.ok() ? std::string() : ": " + st.message()));
+                                     "-byte cuMemCreate mapping, and what follows is not another cuMemCreate "
+                                     "mapping on the same GPU" + (st.ok() ? std::string() : ": " + st.message()));
     }
-    ptr->pieces.push_back(piece.pieces.front());
+    if (ptr->unshareable.empty()) ptr->unshareable = piece.unshareable;
+    if (ptr->unshareable.empty() && ptr->pieces.size() >= kMaxSpanPieces) {
+      ptr->unshareable = "the GPU buffer spans more than " + std::to_string(kMaxSpanPieces) +
+                         " cuMemCreate mappings, more than one registration with batond joins";
+    }
+    if (ptr->unshareable.empty()) ptr->pieces.push_back(piece.pieces.front());
     ptr->size += piece.size;
   }
   return Status::Ok();
@@ -119,10 +119,9 @@ bool StillAllocated(uintptr_t base, uint64_t buffer_id) {
 Status ExportAllocation(const DevicePointer& ptr, ExportedAllocation* out) {
   const DriverApi* api = nullptr;
   BATON_RETURN_IF_ERROR(GetDriverApi(&api));
+  if (!ptr.unshareable.empty()) return Status::Internal("exporting memory batond cannot open: " + ptr.unshareable);
   const auto base = static_cast<CUdeviceptr>(ptr.base);
-  ScopedContext scoped(*api, base);
-  BATON_RETURN_IF_ERROR(scoped.status());
-  if (ptr.sharing == Sharing::kPosixFd) {
+  if (ptr.sharing == Sharing::kPosixFd) {  // allocations of no context: none needed
     for (const MappedPiece& piece : ptr.pieces) {
       CUmemGenericAllocationHandle allocation = 0;
       BATON_RETURN_IF_ERROR(FromCuDriver(
@@ -137,6 +136,8 @@ Status ExportAllocation(const DevicePointer& ptr, ExportedAllocation* out) {
       out->fds.emplace_back(fd);
     }
   } else {
+    ScopedContext scoped(*api, base);
+    BATON_RETURN_IF_ERROR(scoped.status());
     CUipcMemHandle h{};
     BATON_RETURN_IF_ERROR(FromCuDriver(api->ipc_get_mem_handle(&h, base),
                                        "cuIpcGetMemHandle (memory from cudaMallocAsync pools or cuMemCreate cannot "

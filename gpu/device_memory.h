@@ -41,18 +41,24 @@ struct DevicePointer {
   uint64_t size = 0;       //   and its size (of all pieces, for a span)
   Sharing sharing = Sharing::kCudaIpc;
   std::vector<MappedPiece> pieces;  // kPosixFd: the mappings side by side from `base` (one, unless extended)
+  // Why batond cannot open this memory; empty when it can. Such memory
+  // (managed, from a cudaMallocAsync pool, cuMemCreate without a POSIX fd
+  // handle type, a span of more than kMaxSpanPieces mappings) is still
+  // device memory that libbaton can copy; base and size are then only
+  // meaningful for cuMemCreate memory.
+  std::string unshareable;
 };
 
-// Classifies `p`. Host memory (pageable or pinned) gives on_device = false.
-// Refused with the reason: managed memory, cudaMallocAsync pools, and
-// cuMemCreate memory that cannot be exported as a POSIX fd.
+// Classifies `p`. Host memory (pageable or pinned) gives on_device = false;
+// device memory batond cannot open gives on_device with `unshareable` set.
 Status QueryPointer(const void* p, DevicePointer* out);
 
 // For cuMemCreate memory: extends `ptr` over the mappings that follow its
 // own without a gap (allocators such as PyTorch's expandable segments map
 // many allocations side by side in one reserved range), until it reaches
 // `end`. Refused with the reason when the next bytes are not such a mapping
-// of the same GPU, or past kMaxSpanPieces mappings.
+// of the same GPU. Past kMaxSpanPieces mappings, or over one that cannot be
+// exported, it goes on checking the range but sets `unshareable`.
 Status ExtendToCover(DevicePointer* ptr, uintptr_t end);
 
 // False once the allocation `buffer_id` that started at `base` is gone

@@ -46,12 +46,17 @@ Status GetDriverApi(const DriverApi** out) {
     get("cuCtxPushCurrent", &a.ctx_push_current);
     get("cuCtxPopCurrent", &a.ctx_pop_current);
     get("cuStreamGetCtx", &a.stream_get_ctx);
+    get("cuDevicePrimaryCtxGetState", &a.primary_ctx_get_state);
+    get("cuDevicePrimaryCtxRetain", &a.primary_ctx_retain);
+    get("cuDevicePrimaryCtxRelease", &a.primary_ctx_release);
     get("cuMemHostRegister", &a.mem_host_register);
     get("cuMemHostUnregister", &a.mem_host_unregister);
     get("cuMemHostGetDevicePointer", &a.mem_host_get_device_pointer);
     get("cuStreamWriteValue32", &a.stream_write_value32);
     get("cuStreamWaitValue32", &a.stream_wait_value32);
     get("cuDeviceGetAttribute", &a.device_get_attribute);
+    get("cuMemcpyAsync", &a.memcpy_async);
+    get("cuStreamSynchronize", &a.stream_synchronize);
     get("cuMemCreate", &a.mem_create);
     get("cuMemRelease", &a.mem_release);
     get("cuMemRetainAllocationHandle", &a.mem_retain_allocation_handle);
@@ -76,13 +81,39 @@ ScopedContext::ScopedContext(const DriverApi& api, CUcontext ctx) : api_(api) {
 
 ScopedContext::ScopedContext(const DriverApi& api, CUdeviceptr ptr) : api_(api) {
   CUcontext ctx = nullptr;
-  status_ = FromCuDriver(api_.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, ptr), "context of a pointer");
-  if (status_.ok()) status_ = FromCuDriver(api_.ctx_push_current(ctx), "cuCtxPushCurrent");
+  if (api_.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, ptr) == CUDA_SUCCESS && ctx != nullptr) {
+    status_ = FromCuDriver(api_.ctx_push_current(ctx), "cuCtxPushCurrent");
+    return;
+  }
+  // No context owns it: any context of its device will do, and a process
+  // that holds memory on a device has that device's primary context
+  // active (the runtime's; PyTorch's). Retaining an active one creates
+  // nothing.
+  int ordinal = -1;
+  CUdevice device = 0;
+  status_ = FromCuDriver(api_.pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr),
+                         "device of a pointer");
+  if (status_.ok()) status_ = FromCuDriver(api_.device_get(&device, ordinal), "cuDeviceGet");
+  unsigned flags = 0;
+  int active = 0;
+  if (status_.ok()) {
+    status_ = FromCuDriver(api_.primary_ctx_get_state(device, &flags, &active), "cuDevicePrimaryCtxGetState");
+  }
+  if (status_.ok() && active == 0) {
+    status_ = Status::InvalidArgument("the GPU buffer on device " + std::to_string(ordinal) +
+                                      " belongs to no CUDA context, and this process has no primary context on "
+                                      "that device active (call cudaSetDevice and cudaFree(0) first)");
+  }
+  if (status_.ok()) status_ = FromCuDriver(api_.primary_ctx_retain(&ctx, device), "cuDevicePrimaryCtxRetain");
+  if (!status_.ok()) return;
+  retained_primary_ = device;
+  status_ = FromCuDriver(api_.ctx_push_current(ctx), "cuCtxPushCurrent");
 }
 
 ScopedContext::~ScopedContext() {
   CUcontext popped = nullptr;
   if (status_.ok()) api_.ctx_pop_current(&popped);
+  if (retained_primary_ >= 0) api_.primary_ctx_release(retained_primary_);
 }
 
 PreserveCurrentContext::PreserveCurrentContext(const DriverApi& api) : api_(api) {

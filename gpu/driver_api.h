@@ -25,12 +25,17 @@ struct DriverApi {
   CUresult (*ctx_push_current)(CUcontext ctx) = nullptr;
   CUresult (*ctx_pop_current)(CUcontext* ctx) = nullptr;
   CUresult (*stream_get_ctx)(CUstream stream, CUcontext* ctx) = nullptr;
+  CUresult (*primary_ctx_get_state)(CUdevice device, unsigned* flags, int* active) = nullptr;
+  CUresult (*primary_ctx_retain)(CUcontext* ctx, CUdevice device) = nullptr;
+  CUresult (*primary_ctx_release)(CUdevice device) = nullptr;
   CUresult (*mem_host_register)(void* p, size_t bytes, unsigned flags) = nullptr;
   CUresult (*mem_host_unregister)(void* p) = nullptr;
   CUresult (*mem_host_get_device_pointer)(CUdeviceptr* dptr, void* p, unsigned flags) = nullptr;
   CUresult (*stream_write_value32)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned flags) = nullptr;
   CUresult (*stream_wait_value32)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned flags) = nullptr;
   CUresult (*device_get_attribute)(int* value, CUdevice_attribute attribute, CUdevice device) = nullptr;
+  CUresult (*memcpy_async)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*stream_synchronize)(CUstream stream) = nullptr;
   // Virtual memory management (cuMemCreate allocations, shared as POSIX fds).
   CUresult (*mem_create)(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                          unsigned long long flags) = nullptr;
@@ -60,7 +65,10 @@ Status GetDriverApi(const DriverApi** out);
 class ScopedContext {
  public:
   ScopedContext(const DriverApi& api, CUcontext ctx);
-  // The context that owns device memory at `ptr`.
+  // A context in which device memory at `ptr` can be queried: the one it
+  // was allocated in; for memory that belongs to no context (cuMemCreate
+  // mappings, cudaMallocAsync pools: the driver reports a null context),
+  // the primary context of its device, if this process has it active.
   ScopedContext(const DriverApi& api, CUdeviceptr ptr);
   ~ScopedContext();
   ScopedContext(const ScopedContext&) = delete;
@@ -70,6 +78,7 @@ class ScopedContext {
  private:
   const DriverApi& api_;
   Status status_;
+  CUdevice retained_primary_ = -1;  // released on destruction
 };
 
 // Restores the thread's current context on destruction: around runtime
@@ -86,5 +95,22 @@ class PreserveCurrentContext {
   const DriverApi& api_;
   CUcontext saved_ = nullptr;
 };
+
+// Runs fn(api) with the context of `stream` (a cudaStream_t) current: the
+// thread's current one already, for the legacy default stream (nullptr).
+template <typename Fn>
+Status InContextOfStream(void* stream, Fn fn) {
+  const DriverApi* api = nullptr;
+  BATON_RETURN_IF_ERROR(GetDriverApi(&api));
+  CUcontext ctx = nullptr;
+  if (api->stream_get_ctx(static_cast<CUstream>(stream), &ctx) != CUDA_SUCCESS || ctx == nullptr) {
+    return Status::InvalidArgument(
+        "cannot tell which GPU the CUDA stream belongs to (the default stream was passed on a thread with no "
+        "current CUDA context: call cudaSetDevice first, or pass a stream from cudaStreamCreate)");
+  }
+  ScopedContext scoped(*api, ctx);
+  BATON_RETURN_IF_ERROR(scoped.status());
+  return fn(*api);
+}
 
 }  // namespace baton::gpu

@@ -3,6 +3,7 @@
 // pointer is host memory. Callers need no #ifdefs.
 #include <string>
 
+#include "gpu/bounce_copy.h"
 #include "gpu/cuda_support.h"
 #include "gpu/device_copy.h"
 #include "gpu/device_memory.h"
@@ -64,6 +65,9 @@ Status HostRegistration::Register(void*, size_t, void*) { return RequireCuda("a 
 HostRegistration::~HostRegistration() = default;
 Status StreamWriteFlag(void*, std::atomic<uint32_t>*, uint32_t) { return RequireCuda("a stream-ordered operation"); }
 Status StreamWaitFlag(void*, std::atomic<uint32_t>*, uint32_t) { return RequireCuda("a stream-ordered operation"); }
+
+Status QueueCopyOnStream(void*, void*, const void*, uint64_t) { return RequireCuda("a stream-ordered operation"); }
+Status CopyOnDeviceAndWait(int, void*, const void*, uint64_t) { return RequireCuda("a device buffer"); }
 
 Status LaunchReduce(DataType, RedOp, void*, const void*, const void*, uint64_t, void*) {
   return RequireCuda("a GPU reduction");

@@ -16,6 +16,8 @@
 #include "client/src/fast_path.h"
 #include "common/futex.h"
 #include "common/types.h"
+#include "common/logging.h"
+#include "gpu/bounce_copy.h"
 #include "gpu/device_copy.h"
 #include "gpu/device_memory.h"
 #include "gpu/stream_flags.h"
@@ -59,9 +61,19 @@ struct baton_request {
     void* user;
     const void* staged;
     uint64_t bytes;
+    int device = -1;  // >= 0: `staged` is a bounce buffer on this GPU, `user` device memory
   };
   std::vector<CopyOut> copy_out;
-  std::vector<void*> staged;
+  std::vector<void*> staged;   // host staging buffers
+  std::vector<void*> bounces;  // device bounce buffers (DaemonConnection::AcquireBounce)
+  // Stream-ordered calls: copies into bounce buffers, queued on the stream
+  // before it says the input is ready.
+  struct CopyIn {
+    void* bounce;
+    const void* user;
+    uint64_t bytes;
+  };
+  std::vector<CopyIn> copy_in_on_stream;
 };
 
 namespace {
@@ -117,6 +129,8 @@ void FreeRequest(baton_request* req) {
   }
   req->copy_out.clear();  // keep the capacity
   req->staged.clear();
+  req->bounces.clear();
+  req->copy_in_on_stream.clear();
   req->slot = 0;
   req->spin = {};
   t_spare_requests.emplace_back(req);
@@ -124,6 +138,7 @@ void FreeRequest(baton_request* req) {
 
 void ReleaseRequest(baton_request* req) {
   for (void* p : req->staged) req->comm->conn->ReleaseStaging(p);
+  for (void* p : req->bounces) req->comm->conn->ReleaseBounce(p);
   req->comm->conn->ReleaseCompletion(req->slot);
   FreeRequest(req);
 }
@@ -187,7 +202,17 @@ baton_result_t WaitRequest(baton_request* req, int timeout_ms) {
   const auto code = static_cast<baton_result_t>(c.code);
   std::string message = c.message;
   if (code == baton_success) {
-    for (const auto& co : req->copy_out) std::memcpy(co.user, co.staged, co.bytes);
+    for (const auto& co : req->copy_out) {
+      if (co.device < 0) {
+        std::memcpy(co.user, co.staged, co.bytes);
+        continue;
+      }
+      Status copied = baton::gpu::CopyOnDeviceAndWait(co.device, co.user, co.staged, co.bytes);
+      if (!copied.ok()) {
+        ReleaseRequest(req);
+        return Fail(copied.WithContext("the operation completed, but its result could not be copied back: "));
+      }
+    }
   } else if (code != baton_invalid_argument && code != baton_resource_exhausted) {
     // Errors that failed the communicator (not just this call) stick.
     int expected = baton_success;
@@ -226,7 +251,7 @@ void ReapStreamOps(baton_comm* comm, bool wait) {
         }
         for (baton_request* r : comm->stream_ops) {
           comm->conn->completion(r->slot).stream_done.store(1, std::memory_order_release);
-          comm->conn->Orphan(r->slot);  // the connection is dead: never reused
+          comm->conn->Orphan(r->slot, std::move(r->bounces));  // the connection is dead: never reused
           FreeRequest(r);
         }
         comm->stream_ops.clear();
@@ -245,15 +270,23 @@ void ReapStreamOps(baton_comm* comm, bool wait) {
   }
 }
 
-// Enqueues the stream's side of a stream-ordered operation: say when it
-// got here, wait for batond, say it went past.
-Status EnqueueStreamSide(DaemonConnection* conn, uint32_t slot, void* stream) {
-  ipc::Completion& c = conn->completion(slot);
+// Enqueues the stream's side of a stream-ordered operation: copy the input
+// into its bounce buffers, say it got here, wait for batond, copy the
+// output out of its bounce buffers, say it went past (and so that the
+// request's bounce buffers are free again).
+Status EnqueueStreamSide(baton_request* req, void* stream) {
+  ipc::Completion& c = req->comm->conn->completion(req->slot);
   c.stream_ready.store(0, std::memory_order_relaxed);
   c.stream_done.store(0, std::memory_order_relaxed);
   c.stream_released.store(0, std::memory_order_release);
+  for (const baton_request::CopyIn& in : req->copy_in_on_stream) {
+    BATON_RETURN_IF_ERROR(baton::gpu::QueueCopyOnStream(stream, in.bounce, in.user, in.bytes));
+  }
   BATON_RETURN_IF_ERROR(baton::gpu::StreamWriteFlag(stream, &c.stream_ready, 1));
   BATON_RETURN_IF_ERROR(baton::gpu::StreamWaitFlag(stream, &c.stream_done, 1));
+  for (const baton_request::CopyOut& out : req->copy_out) {  // bounce buffers only: host staging is refused
+    BATON_RETURN_IF_ERROR(baton::gpu::QueueCopyOnStream(stream, out.user, out.staged, out.bytes));
+  }
   return baton::gpu::StreamWriteFlag(stream, &c.stream_released, 1);
 }
 
@@ -331,12 +364,48 @@ baton_result_t RunOnFastPath(baton_comm* comm, const baton::OpSignature& sig, co
   return Fail(st.WithContext(std::string(baton::CollectiveName(sig.collective)) + ": "));
 }
 
+// A copy Place made for the daemon: host staging (device -1) or a bounce
+// buffer on `device`.
+struct Staged {
+  void* ptr = nullptr;
+  int device = -1;
+};
+
+// Device memory the daemon cannot open goes through a bounce buffer of
+// libbaton's own: copied in before the collective and out after it, on the
+// caller's stream for stream-ordered calls (so the copies keep the stream's
+// order), at once and waited for otherwise. Costs one device copy each way.
+Status PlaceThroughBounce(baton_request* req, const baton::gpu::DevicePointer& dev, const void* user, uint64_t bytes,
+                          bool copy_in, bool copy_out, bool on_stream, ipc::BufferRef* ref, Staged* staged_out) {
+  static std::once_flag told;
+  std::call_once(told, [&] {
+    BATON_WARN("{}: libbaton copies such buffers through device memory of its own (one copy on the GPU each way); "
+               "allocate with baton_mem_alloc_device, cudaMalloc or shareable cuMemCreate memory to avoid the copies",
+               dev.unshareable);
+  });
+  DaemonConnection::Bounce bounce;
+  BATON_RETURN_IF_ERROR(req->comm->conn->AcquireBounce(dev.device, bytes, &bounce).WithContext(dev.unshareable + "; "));
+  req->bounces.push_back(bounce.ptr);  // released with the request, on every path
+  if (copy_in) {
+    if (on_stream) {
+      req->copy_in_on_stream.push_back({bounce.ptr, user, bytes});
+    } else {
+      BATON_RETURN_IF_ERROR(baton::gpu::CopyOnDeviceAndWait(dev.device, bounce.ptr, user, bytes));
+    }
+  }
+  if (copy_out) req->copy_out.push_back({const_cast<void*>(user), bounce.ptr, bytes, dev.device});
+  *ref = bounce.ref;
+  if (staged_out) *staged_out = {bounce.ptr, dev.device};
+  return Status::Ok();
+}
+
 // Resolves a user buffer to a segment reference: shared memory, a GPU
-// allocation (registered with the daemon on first use), or else a staging
-// copy (not for stream-ordered calls: the copy would happen now, before the
-// stream produced the data).
+// allocation (registered with the daemon on first use), a bounce buffer for
+// GPU memory the daemon cannot open, or else a host staging copy (not for
+// stream-ordered calls: the copy would happen now, before the stream
+// produced the data).
 Status Place(baton_request* req, const void* user, uint64_t bytes, bool copy_in, bool copy_out, bool on_stream,
-             ipc::BufferRef* ref, void** staged_out) {
+             ipc::BufferRef* ref, Staged* staged_out) {
   DaemonConnection* conn = req->comm->conn;
   if (bytes == 0) return Status::Ok();
   if (conn->Lookup(user, bytes, ref)) return Status::Ok();
@@ -346,6 +415,9 @@ Status Place(baton_request* req, const void* user, uint64_t bytes, bool copy_in,
     const auto p = reinterpret_cast<uintptr_t>(user);
     if (dev.sharing == baton::gpu::Sharing::kPosixFd && p + bytes > dev.base + dev.size) {
       BATON_RETURN_IF_ERROR(baton::gpu::ExtendToCover(&dev, p + bytes));  // mappings side by side
+    }
+    if (!dev.unshareable.empty()) {
+      return PlaceThroughBounce(req, dev, user, bytes, copy_in, copy_out, on_stream, ref, staged_out);
     }
     if (p - dev.base > dev.size || bytes > dev.size - (p - dev.base)) {
       return Status::InvalidArgument("GPU buffer of " + std::to_string(bytes) + " bytes runs past the end of its " +
@@ -366,7 +438,7 @@ Status Place(baton_request* req, const void* user, uint64_t bytes, bool copy_in,
   if (copy_in) std::memcpy(staged, user, bytes);
   if (copy_out) req->copy_out.push_back({const_cast<void*>(user), staged, bytes});
   conn->Lookup(staged, bytes, ref);
-  if (staged_out) *staged_out = staged;
+  if (staged_out) *staged_out = {staged, -1};
   return Status::Ok();
 }
 
@@ -438,13 +510,13 @@ baton_result_t Submit(Collective coll, const void* send, void* recv, size_t coun
   d.root = baton::HasRoot(coll) || p2p ? root : -1;
   d.count = count;
   d.completion = req->slot;
-  void* staged_send = nullptr;
+  Staged staged_send;
   st = Place(req, send, send_bytes, /*copy_in=*/true, /*copy_out=*/false, stream.on_stream, &d.send, &staged_send);
   if (st.ok()) {
-    if (recv == send && staged_send != nullptr && recv_bytes == send_bytes) {
-      // In place on an unregistered buffer: one staging buffer for both.
+    if (recv == send && staged_send.ptr != nullptr && recv_bytes == send_bytes) {
+      // In place on a buffer the daemon cannot see: one copy for both.
       d.recv = d.send;
-      req->copy_out.push_back({recv, staged_send, recv_bytes});
+      req->copy_out.push_back({recv, staged_send.ptr, recv_bytes, staged_send.device});
     } else {
       st = Place(req, recv, recv_bytes, /*copy_in=*/false, /*copy_out=*/true, stream.on_stream, &d.recv, nullptr);
     }
@@ -454,11 +526,11 @@ baton_result_t Submit(Collective coll, const void* send, void* recv, size_t coun
     return Fail(st.WithContext(std::string(name) + ": "));
   }
   if (stream.on_stream) {
-    st = EnqueueStreamSide(comm->conn, req->slot, stream.stream);
+    st = EnqueueStreamSide(req, stream.stream);
     if (!st.ok()) {
-      // Part of it may be on the stream already and write the slot later:
-      // never reuse it.
-      comm->conn->Orphan(req->slot);
+      // Part of it may be on the stream already and write the slot (and
+      // copy into the bounce buffers) later: never reuse them.
+      comm->conn->Orphan(req->slot, std::move(req->bounces));
       for (void* p : req->staged) comm->conn->ReleaseStaging(p);
       FreeRequest(req);
       return Fail(st.WithContext(std::string(name) + ": "));
@@ -504,7 +576,7 @@ baton_result_t Destroy(baton_comm_t comm, bool abort) {
   ipc::Reply reply;
   Status st = comm->conn->Call(&req, sizeof req, &reply);
   for (baton_request* r : comm->stream_ops) {
-    comm->conn->Orphan(r->slot);
+    comm->conn->Orphan(r->slot, std::move(r->bounces));
     FreeRequest(r);
   }
   delete comm;

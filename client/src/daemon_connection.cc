@@ -309,9 +309,9 @@ Status DaemonConnection::EnableStreamOrdering(void* stream) {
   return ring_for_gpu_.Register(ring_.data(), ring_.size(), stream);
 }
 
-void DaemonConnection::Orphan(uint32_t slot) {
+void DaemonConnection::Orphan(uint32_t slot, std::vector<void*> bounces) {
   std::lock_guard<std::mutex> lock(slot_mu_);
-  orphans_.push_back(slot);
+  orphans_.push_back({slot, std::move(bounces)});
 }
 
 bool DaemonConnection::Lookup(const void* ptr, uint64_t bytes, ipc::BufferRef* ref) const {
@@ -346,22 +346,90 @@ void DaemonConnection::ReleaseStaging(void* ptr) {
   if (it != segments_.end()) staging_free_.emplace(it->second.mapping.size(), ptr);
 }
 
-Status DaemonConnection::AcquireCompletion(uint32_t* slot) {
-  std::lock_guard<std::mutex> lock(slot_mu_);
-  std::erase_if(orphans_, [&](uint32_t s) {
-    const ipc::Completion& c = completion(s);
-    if (c.state.load(std::memory_order_acquire) != ipc::kDone || c.stream_released.load() == 0) return false;
-    free_slots_.push_back(s);
-    return true;
-  });
-  if (free_slots_.empty()) {
-    return Status::Exhausted("more than " + std::to_string(ipc::kCompletions) +
-                             " operations in flight in this process: wait for some before issuing more");
+namespace {
+
+// Power-of-two capacities up to 64 MiB keep the pool small and reusable;
+// above, whole 32 MiB steps, so that a large tensor does not cost up to
+// twice its size in GPU memory.
+uint64_t BounceCapacity(uint64_t bytes) {
+  constexpr uint64_t kStep = uint64_t{32} << 20;
+  if (bytes <= 2 * kStep) return std::bit_ceil(std::max<uint64_t>(bytes, 64 << 10));
+  return (bytes + kStep - 1) / kStep * kStep;
+}
+
+}  // namespace
+
+Status DaemonConnection::AcquireBounce(int device, uint64_t bytes, Bounce* out) {
+  {
+    std::lock_guard<std::mutex> lock(seg_mu_);
+    std::multimap<uint64_t, void*>& free = bounce_free_[device];
+    if (auto it = free.lower_bound(bytes); it != free.end()) {
+      bounce_free_bytes_[device] -= it->first;
+      *out = {it->second, bounces_.at(it->second).ref};
+      free.erase(it);
+      return Status::Ok();
+    }
   }
-  *slot = free_slots_.back();
-  free_slots_.pop_back();
-  completion(*slot).state.store(ipc::kPending, std::memory_order_relaxed);
+  const uint64_t capacity = BounceCapacity(bytes);
+  void* p = nullptr;
+  BATON_RETURN_IF_ERROR(AllocDevice(device, capacity, &p)
+                            .WithContext("allocating a " + std::to_string(capacity) + "-byte bounce buffer on device " +
+                                         std::to_string(device) + ": "));
+  // AllocDevice registered it: this finds the registration.
+  gpu::DevicePointer info;
+  uint64_t segment = 0;
+  Status st = gpu::QueryPointer(p, &info);
+  if (st.ok()) st = RegisterDevice(info, &segment);
+  if (!st.ok()) {
+    (void)FreeDevice(p);
+    return st;
+  }
+  const ipc::BufferRef ref{segment, reinterpret_cast<uintptr_t>(p) - info.base};
+  std::lock_guard<std::mutex> lock(seg_mu_);
+  bounces_[p] = {device, capacity, ref};
+  *out = {p, ref};
   return Status::Ok();
+}
+
+void DaemonConnection::ReleaseBounce(void* ptr) {
+  {
+    std::lock_guard<std::mutex> lock(seg_mu_);
+    auto it = bounces_.find(ptr);
+    if (it == bounces_.end()) return;
+    const BounceBuffer& b = it->second;
+    if (bounce_free_bytes_[b.device] + b.capacity <= kBounceKeepBytes) {
+      bounce_free_[b.device].emplace(b.capacity, ptr);
+      bounce_free_bytes_[b.device] += b.capacity;
+      return;
+    }
+    bounces_.erase(it);
+  }
+  (void)FreeDevice(ptr);  // the pool keeps enough: this one goes back to CUDA
+}
+
+Status DaemonConnection::AcquireCompletion(uint32_t* slot) {
+  std::vector<void*> released_bounces;
+  Status st;
+  {
+    std::lock_guard<std::mutex> lock(slot_mu_);
+    std::erase_if(orphans_, [&](OrphanSlot& o) {
+      const ipc::Completion& c = completion(o.slot);
+      if (c.state.load(std::memory_order_acquire) != ipc::kDone || c.stream_released.load() == 0) return false;
+      free_slots_.push_back(o.slot);
+      released_bounces.insert(released_bounces.end(), o.bounces.begin(), o.bounces.end());
+      return true;
+    });
+    if (free_slots_.empty()) {
+      st = Status::Exhausted("more than " + std::to_string(ipc::kCompletions) +
+                             " operations in flight in this process: wait for some before issuing more");
+    } else {
+      *slot = free_slots_.back();
+      free_slots_.pop_back();
+      completion(*slot).state.store(ipc::kPending, std::memory_order_relaxed);
+    }
+  }
+  for (void* p : released_bounces) ReleaseBounce(p);  // may talk to the daemon: not under slot_mu_
+  return st;
 }
 
 void DaemonConnection::ReleaseCompletion(uint32_t slot) {

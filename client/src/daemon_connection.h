@@ -63,12 +63,26 @@ class DaemonConnection {
   Status EnableStreamOrdering(void* stream);
   // A completion slot of a stream-ordered operation whose communicator is
   // gone before the slot could be reused: freed by AcquireCompletion once
-  // the daemon finished the operation and the stream passed its wait.
-  void Orphan(uint32_t slot);
+  // the daemon finished the operation and the stream passed its wait; so
+  // are the operation's bounce buffers, which the stream may still copy.
+  void Orphan(uint32_t slot, std::vector<void*> bounces = {});
 
   // Staging buffers for pointers outside every segment (pooled).
   Status AcquireStaging(uint64_t bytes, void** ptr);
   void ReleaseStaging(void* ptr);
+
+  // Bounce buffers: device memory of libbaton's own (as from
+  // baton_mem_alloc_device), registered with the daemon, that stands in
+  // for device memory the daemon cannot open (gpu::DevicePointer::
+  // unshareable); the caller copies the data in and out. Pooled per
+  // device: up to kBounceKeepBytes of free ones are kept for reuse.
+  struct Bounce {
+    void* ptr = nullptr;
+    ipc::BufferRef ref{};
+  };
+  Status AcquireBounce(int device, uint64_t bytes, Bounce* out);
+  void ReleaseBounce(void* ptr);
+  static constexpr uint64_t kBounceKeepBytes = uint64_t{1} << 30;
 
   // Completion slots.
   Status AcquireCompletion(uint32_t* slot);
@@ -144,10 +158,23 @@ class DaemonConnection {
   static constexpr size_t kPruneEvery = 256;
   std::map<uintptr_t, uint64_t> device_allocs_;     // baton_mem_alloc_device pointers -> buffer id (seg_mu_)
 
+  struct BounceBuffer {
+    int device = -1;
+    uint64_t capacity = 0;
+    ipc::BufferRef ref{};
+  };
+  std::map<void*, BounceBuffer> bounces_;                  // every bounce buffer, free or in use (seg_mu_)
+  std::map<int, std::multimap<uint64_t, void*>> bounce_free_;  // device -> capacity -> free buffer (seg_mu_)
+  std::map<int, uint64_t> bounce_free_bytes_;               // device -> capacity kept free (seg_mu_)
+
   std::mutex ring_mu_;
   std::mutex slot_mu_;
   std::vector<uint32_t> free_slots_;
-  std::vector<uint32_t> orphans_;  // slot_mu_
+  struct OrphanSlot {
+    uint32_t slot = 0;
+    std::vector<void*> bounces;
+  };
+  std::vector<OrphanSlot> orphans_;  // slot_mu_
   std::mutex gpu_mu_;
   gpu::HostRegistration ring_for_gpu_;  // gpu_mu_
 };
