@@ -653,7 +653,7 @@ TEST(GpuDeviceSharing, ABufferAcrossMappingsSideBySideIsOneRegistrationAndFollow
 // (cudaMalloc memory on a daemon that takes file descriptors only) is
 // refused with the reason. On that daemon the application's
 // own shareable cuMemCreate memory works, and the result is right.
-TEST(GpuDeviceSharing, MemoryBatondCannotOrMayNotOpenIsRefusedWithTheReason) {
+TEST(GpuDeviceSharing, MemoryBatondCannotOpenIsBouncedAndMemoryItMayNotOpenIsRefused) {
   SKIP_WITHOUT_GPU();
   constexpr size_t kCount = 1 << 20;  // above the fast path's limit: the daemon must open the buffers
   auto run = [&](const LocalCluster& cluster, Allocator allocator, std::vector<baton_result_t>* rc,
