@@ -3,7 +3,6 @@
 #include <string>
 
 #include "gpu/cuda_check.h"
-#include "gpu/cuda_support.h"
 #include "gpu/driver_api.h"
 
 namespace baton::gpu {
@@ -24,36 +23,15 @@ Status QueueCopyOnStream(void* stream, void* dst, const void* src, uint64_t byte
 
 Status CopyOnDeviceAndWait(int device, void* dst, const void* src, uint64_t bytes) {
   if (bytes == 0) return Status::Ok();
-  BATON_RETURN_IF_ERROR(RequireCuda("copying a GPU buffer"));
   const DriverApi* api = nullptr;
   BATON_RETURN_IF_ERROR(GetDriverApi(&api));
-  CUdevice dev = 0;
-  BATON_RETURN_IF_ERROR(FromCuDriver(api->device_get(&dev, device), "cuDeviceGet"));
-  // The device's primary context: the one the application's runtime uses,
-  // active in any process that holds memory there. Retained for the copy
-  // only, pushed and popped: the thread's own current context stays.
-  unsigned flags = 0;
-  int active = 0;
-  BATON_RETURN_IF_ERROR(
-      FromCuDriver(api->primary_ctx_get_state(dev, &flags, &active), "cuDevicePrimaryCtxGetState"));
-  if (active == 0) {
-    return Status::InvalidArgument("copying a GPU buffer on device " + std::to_string(device) +
-                                   ": this process has no primary CUDA context active there (call cudaSetDevice "
-                                   "and cudaFree(0) first)");
-  }
-  CUcontext ctx = nullptr;
-  BATON_RETURN_IF_ERROR(FromCuDriver(api->primary_ctx_retain(&ctx, dev), "cuDevicePrimaryCtxRetain"));
-  Status st;
-  {
-    ScopedContext scoped(*api, ctx);
-    st = scoped.status();
-    const std::string what = "copying a GPU buffer through libbaton's bounce buffer (" + std::to_string(bytes) +
-                             " bytes on device " + std::to_string(device) + ")";
-    if (st.ok()) st = FromCuDriver(api->memcpy_async(Address(dst), Address(src), bytes, nullptr), what);
-    if (st.ok()) st = FromCuDriver(api->stream_synchronize(nullptr), what);
-  }
-  api->primary_ctx_release(dev);
-  return st;
+  // Pushed and popped: the thread's own current context stays.
+  ScopedContext scoped(*api, ScopedContext::PrimaryOf{device});
+  BATON_RETURN_IF_ERROR(scoped.status().WithContext("copying a GPU buffer: "));
+  const std::string what = "copying a GPU buffer through libbaton's bounce buffer (" + std::to_string(bytes) +
+                           " bytes on device " + std::to_string(device) + ")";
+  BATON_RETURN_IF_ERROR(FromCuDriver(api->memcpy_async(Address(dst), Address(src), bytes, nullptr), what));
+  return FromCuDriver(api->stream_synchronize(nullptr), what);
 }
 
 }  // namespace baton::gpu

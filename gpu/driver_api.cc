@@ -81,29 +81,25 @@ ScopedContext::ScopedContext(const DriverApi& api, CUcontext ctx) : api_(api) {
 
 ScopedContext::ScopedContext(const DriverApi& api, CUdeviceptr ptr) : api_(api) {
   CUcontext ctx = nullptr;
-  if (api_.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, ptr) == CUDA_SUCCESS && ctx != nullptr) {
-    status_ = FromCuDriver(api_.ctx_push_current(ctx), "cuCtxPushCurrent");
-    return;
-  }
-  // No context owns it: any context of its device will do, and a process
-  // that holds memory on a device has that device's primary context
-  // active (the runtime's; PyTorch's). Retaining an active one creates
-  // nothing.
-  int ordinal = -1;
+  status_ = FromCuDriver(api_.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, ptr), "context of a pointer");
+  if (status_.ok()) status_ = FromCuDriver(api_.ctx_push_current(ctx), "cuCtxPushCurrent");
+}
+
+ScopedContext::ScopedContext(const DriverApi& api, PrimaryOf primary) : api_(api) {
+  // Retaining a primary context that is already active creates nothing;
+  // one that is not would be created, so that is refused instead.
   CUdevice device = 0;
-  status_ = FromCuDriver(api_.pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr),
-                         "device of a pointer");
-  if (status_.ok()) status_ = FromCuDriver(api_.device_get(&device, ordinal), "cuDeviceGet");
   unsigned flags = 0;
   int active = 0;
+  status_ = FromCuDriver(api_.device_get(&device, primary.device), "cuDeviceGet");
   if (status_.ok()) {
     status_ = FromCuDriver(api_.primary_ctx_get_state(device, &flags, &active), "cuDevicePrimaryCtxGetState");
   }
   if (status_.ok() && active == 0) {
-    status_ = Status::InvalidArgument("the GPU buffer on device " + std::to_string(ordinal) +
-                                      " belongs to no CUDA context, and this process has no primary context on "
-                                      "that device active (call cudaSetDevice and cudaFree(0) first)");
+    status_ = Status::InvalidArgument("this process has no primary CUDA context active on device " +
+                                      std::to_string(primary.device) + " (call cudaSetDevice and cudaFree(0) first)");
   }
+  CUcontext ctx = nullptr;
   if (status_.ok()) status_ = FromCuDriver(api_.primary_ctx_retain(&ctx, device), "cuDevicePrimaryCtxRetain");
   if (!status_.ok()) return;
   retained_primary_ = device;

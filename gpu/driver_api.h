@@ -65,11 +65,15 @@ Status GetDriverApi(const DriverApi** out);
 class ScopedContext {
  public:
   ScopedContext(const DriverApi& api, CUcontext ctx);
-  // A context in which device memory at `ptr` can be queried: the one it
-  // was allocated in; for memory that belongs to no context (cuMemCreate
-  // mappings, cudaMallocAsync pools: the driver reports a null context),
-  // the primary context of its device, if this process has it active.
+  // The context that owns device memory at `ptr` (cudaMalloc memory;
+  // cuMemCreate and pool memory belong to no context).
   ScopedContext(const DriverApi& api, CUdeviceptr ptr);
+  // The primary context of device `device` (the one the application's
+  // runtime uses), retained for the scope, if this process has it active.
+  struct PrimaryOf {
+    int device;
+  };
+  ScopedContext(const DriverApi& api, PrimaryOf primary);
   ~ScopedContext();
   ScopedContext(const ScopedContext&) = delete;
   ScopedContext& operator=(const ScopedContext&) = delete;
