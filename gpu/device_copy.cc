@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu/cuda_check.h"
+#include "gpu/driver_api.h"
 
 namespace baton::gpu {
 namespace {
@@ -69,6 +70,9 @@ constexpr const char* kToDevice = "copying host staging to a GPU buffer";
 
 Status CopyToHost(void* host, const void* device_ptr, uint64_t bytes, int device) {
   if (bytes == 0) return Status::Ok();
+  const DriverApi* api = nullptr;
+  BATON_RETURN_IF_ERROR(GetDriverApi(&api));
+  PreserveCurrentContext keep(*api);
   cudaStream_t s = nullptr;
   BATON_RETURN_IF_ERROR(Queue(host, device_ptr, bytes, device, cudaMemcpyDeviceToHost, kToHost, &s));
   return FromCuda(cudaStreamSynchronize(s), kToHost);
@@ -76,6 +80,9 @@ Status CopyToHost(void* host, const void* device_ptr, uint64_t bytes, int device
 
 Status CopyToDevice(void* device_ptr, const void* host, uint64_t bytes, int device) {
   if (bytes == 0) return Status::Ok();
+  const DriverApi* api = nullptr;
+  BATON_RETURN_IF_ERROR(GetDriverApi(&api));
+  PreserveCurrentContext keep(*api);
   cudaStream_t s = nullptr;
   BATON_RETURN_IF_ERROR(Queue(device_ptr, host, bytes, device, cudaMemcpyHostToDevice, kToDevice, &s));
   return FromCuda(cudaStreamSynchronize(s), kToDevice);

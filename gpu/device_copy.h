@@ -11,6 +11,9 @@
 
 namespace baton::gpu {
 
+// Copies and waits for the copy. The calling thread's current CUDA context
+// (its current device) is as it was on return: libbaton calls these on the
+// application's threads (the fast path).
 Status CopyToHost(void* host, const void* device_ptr, uint64_t bytes, int device);
 Status CopyToDevice(void* device_ptr, const void* host, uint64_t bytes, int device);
 

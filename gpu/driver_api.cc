@@ -113,11 +113,11 @@ ScopedContext::~ScopedContext() {
 }
 
 PreserveCurrentContext::PreserveCurrentContext(const DriverApi& api) : api_(api) {
-  if (api_.ctx_get_current(&saved_) != CUDA_SUCCESS) saved_ = nullptr;
+  known_ = api_.ctx_get_current(&saved_) == CUDA_SUCCESS;
 }
 
 PreserveCurrentContext::~PreserveCurrentContext() {
-  if (saved_ != nullptr) api_.ctx_set_current(saved_);
+  if (known_) api_.ctx_set_current(saved_);
 }
 
 }  // namespace baton::gpu

@@ -85,9 +85,10 @@ class ScopedContext {
   CUdevice retained_primary_ = -1;  // released on destruction
 };
 
-// Restores the thread's current context on destruction: around runtime
-// calls of libbaton's own CUDA runtime (cudaSetDevice, cudaMalloc), which
-// would otherwise leave the application's thread on another device.
+// Restores the thread's current context on destruction, none included:
+// around libbaton's own runtime calls (cudaSetDevice, cudaMalloc) on the
+// application's threads, which would otherwise leave the thread on another
+// device, as NCCL users expect no library call to.
 class PreserveCurrentContext {
  public:
   explicit PreserveCurrentContext(const DriverApi& api);
@@ -97,6 +98,7 @@ class PreserveCurrentContext {
 
  private:
   const DriverApi& api_;
+  bool known_ = false;  // false: the driver could not say; nothing is restored
   CUcontext saved_ = nullptr;
 };
 

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectives/reduce.h"
@@ -45,25 +46,45 @@ enum class Allocator {
   kBaton,       // baton_mem_alloc_device: cuMemCreate shared as an fd where the device can
   kVmm,         // the application's own cuMemCreate, exportable as a POSIX fd (as PyTorch's expandable segments)
   kVmmPrivate,  // cuMemCreate without a shareable handle type: batond cannot open it (bounce buffers)
+  kManaged,     // cudaMallocManaged: bounced
+  kAsyncPool,   // cudaMallocAsync from the device's default pool: bounced
 };
+
+const char* Name(Allocator a) {
+  switch (a) {
+    case Allocator::kCudaMalloc: return "cudaMalloc";
+    case Allocator::kBaton: return "baton";
+    case Allocator::kVmm: return "vmm";
+    case Allocator::kVmmPrivate: return "vmm_private";
+    case Allocator::kManaged: return "managed";
+    case Allocator::kAsyncPool: return "async_pool";
+  }
+  return "?";
+}
 
 // Device memory owned by a test; freed on every path.
 struct DeviceBuffer {
   void* ptr = nullptr;
-  bool from_baton = false;
+  Allocator allocator = Allocator::kCudaMalloc;
   std::unique_ptr<gpu::VmmMapping> vmm;
   ~DeviceBuffer() {
     if (ptr == nullptr || vmm != nullptr) return;  // the mapping goes with `vmm`
-    if (from_baton) {
+    if (allocator == Allocator::kBaton) {
       baton_mem_free(ptr);
+    } else if (allocator == Allocator::kAsyncPool) {
+      cudaFreeAsync(ptr, nullptr);
+      cudaStreamSynchronize(nullptr);
     } else {
       cudaFree(ptr);
     }
   }
   bool Allocate(Allocator a, baton_comm_t comm, size_t bytes) {
-    from_baton = a == Allocator::kBaton;
+    allocator = a;
     switch (a) {
       case Allocator::kCudaMalloc: return cudaMalloc(&ptr, bytes) == cudaSuccess;
+      case Allocator::kManaged: return cudaMallocManaged(&ptr, bytes) == cudaSuccess;
+      case Allocator::kAsyncPool:
+        return cudaMallocAsync(&ptr, bytes, nullptr) == cudaSuccess && cudaStreamSynchronize(nullptr) == cudaSuccess;
       case Allocator::kBaton: return baton_comm_mem_alloc_device(comm, &ptr, bytes, 0) == baton_success;
       case Allocator::kVmm:
       case Allocator::kVmmPrivate: {
@@ -695,6 +716,143 @@ TEST(GpuDeviceSharing, MemoryBatondCannotOpenIsBouncedAndMemoryItMayNotOpenIsRef
   }
   ASSERT_EQ(run(*fd_only, Allocator::kVmm, &rc, &message), "");
   for (int r = 0; r < 2; ++r) EXPECT_EQ(rc[r], baton_success) << message[r];
+}
+
+// Every kind of memory batond cannot open, as blocking and as stream-ordered
+// calls: the bounce copies keep the ordering contract (the input written on
+// the stream just before is included, the kernel just after sees the
+// result) and the result is right element by element. Rank 0's buffer is
+// bounced, rank 1's is cudaMalloc memory batond opens: one collective mixes
+// both. A second call reuses the pooled bounce buffer.
+struct BounceCase {
+  Allocator allocator;
+  bool stream;
+};
+void PrintTo(const BounceCase& c, std::ostream* os) { *os << Name(c.allocator) << (c.stream ? " stream" : " blocking"); }
+class GpuBounce : public ::testing::TestWithParam<BounceCase> {};
+
+TEST_P(GpuBounce, MemoryBatondCannotOpenGivesTheRightResultInStreamOrder) {
+  SKIP_WITHOUT_GPU();
+  const BounceCase c = GetParam();
+  constexpr size_t kCount = (1 << 20) + 3;  // above the fast path's limit, not a multiple of the chunking
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("gpu-bounce"), [&](int rank, baton_comm_t comm) {
+    cudaSetDevice(0);
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    DeviceBuffer buf;
+    ASSERT_TRUE(buf.Allocate(rank == 0 ? c.allocator : Allocator::kCudaMalloc, comm, kCount * sizeof(float)));
+    auto* x = static_cast<float*>(buf.ptr);
+    std::vector<float> host(kCount);
+    for (int round = 0; round < 2; ++round) {
+      for (size_t i = 0; i < kCount; ++i) host[i] = static_cast<float>((i % 5) + rank + round);
+      if (c.stream) {
+        ASSERT_EQ(cudaMemcpyAsync(x, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice, stream),
+                  cudaSuccess);
+        ASSERT_EQ(baton_allreduce_stream(x, x, kCount, baton_float32, baton_sum, comm, stream), baton_success)
+            << baton_get_last_error(comm);
+        LaunchScale(x, kCount, 10.0f, stream);
+        ASSERT_EQ(cudaMemcpyAsync(host.data(), x, kCount * sizeof(float), cudaMemcpyDeviceToHost, stream),
+                  cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        baton_result_t async = baton_success;
+        baton_comm_get_async_error(comm, &async);
+        ASSERT_EQ(async, baton_success) << baton_get_last_error(comm);
+      } else {
+        ASSERT_EQ(cudaMemcpy(x, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(baton_allreduce(x, x, kCount, baton_float32, baton_sum, comm, nullptr), baton_success)
+            << baton_get_last_error(comm);
+        ASSERT_EQ(cudaMemcpy(host.data(), x, kCount * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+      }
+      const float scale = c.stream ? 10.0f : 1.0f;
+      for (size_t i = 0; i < kCount; ++i) {
+        const float want = scale * static_cast<float>(2 * ((i % 5) + round) + 1);
+        if (host[i] != want) {
+          ADD_FAILURE() << Name(c.allocator) << " round " << round << " rank " << rank << " element " << i << ": "
+                        << host[i] << ", want " << want;
+          return;
+        }
+      }
+    }
+    cudaStreamDestroy(stream);
+  });
+  ASSERT_EQ(err, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, GpuBounce,
+                         ::testing::Values(BounceCase{Allocator::kVmmPrivate, false},
+                                           BounceCase{Allocator::kVmmPrivate, true},
+                                           BounceCase{Allocator::kManaged, false},
+                                           BounceCase{Allocator::kManaged, true},
+                                           BounceCase{Allocator::kAsyncPool, false},
+                                           BounceCase{Allocator::kAsyncPool, true}),
+                         [](const ::testing::TestParamInfo<BounceCase>& info) {
+                           return std::string(Name(info.param.allocator)) + (info.param.stream ? "_stream" : "_blocking");
+                         });
+
+// A small collective on device buffers (the fast path, which copies
+// through host memory) leaves the calling thread's CUDA context as it found
+// it: here a thread with none, which a cudaSetDevice inside libbaton would
+// have left on device 0's primary context.
+TEST(GpuOneNode, TheFastPathLeavesTheCallersContextAsItWas) {
+  SKIP_WITHOUT_GPU();
+  const gpu::DriverApi* api = nullptr;
+  ASSERT_TRUE(gpu::GetDriverApi(&api).ok());
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  constexpr size_t kCount = 16;
+  std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("gpu-context"), [&](int rank, baton_comm_t comm) {
+    cudaSetDevice(0);
+    DeviceBuffer buf;
+    ASSERT_TRUE(buf.Allocate(Allocator::kCudaMalloc, comm, kCount * sizeof(float)));
+    std::vector<float> host(kCount, static_cast<float>(rank + 1));
+    ASSERT_EQ(cudaMemcpy(buf.ptr, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    CUcontext before = reinterpret_cast<CUcontext>(1), after = reinterpret_cast<CUcontext>(1);
+    baton_result_t rc = baton_internal_error;
+    std::thread fresh([&] {  // a new thread has no current context
+      api->ctx_get_current(&before);
+      rc = baton_allreduce(buf.ptr, buf.ptr, kCount, baton_float32, baton_sum, comm, nullptr);
+      api->ctx_get_current(&after);
+    });
+    fresh.join();
+    ASSERT_EQ(rc, baton_success) << baton_get_last_error(comm);
+    EXPECT_EQ(before, nullptr);
+    EXPECT_EQ(after, nullptr) << "rank " << rank << ": libbaton left a CUDA context current on the caller's thread";
+    ASSERT_EQ(cudaMemcpy(host.data(), buf.ptr, kCount * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < kCount; ++i) EXPECT_EQ(host[i], 3.0f) << "rank " << rank << " element " << i;
+  });
+  ASSERT_EQ(err, "");
+}
+
+// A buffer across more mappings than batond imports for one buffer (128) is
+// bounced, not refused: PyTorch's expandable segments make such spans for
+// tensors of a few GiB. Checked element by element.
+TEST(GpuDeviceSharing, ASpanOfMoreMappingsThanBatondImportsIsBounced) {
+  SKIP_WITHOUT_GPU();
+  auto cluster = StartCluster(1);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  std::string err = RunRanks(*cluster, {0, 0}, UniqueJob("gpu-long-span"), [&](int rank, baton_comm_t comm) {
+    cudaSetDevice(0);
+    SideBySideMappings memory(0, 130);
+    ASSERT_TRUE(memory.status().ok()) << memory.status().ToString();
+    const uint64_t count = memory.piece_bytes() * 130 / sizeof(float);
+    auto* x = reinterpret_cast<float*>(memory.data());
+    std::vector<float> host(count);
+    for (uint64_t i = 0; i < count; ++i) host[i] = static_cast<float>((i % 11) + rank);
+    ASSERT_EQ(cudaMemcpy(x, host.data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(baton_allreduce(x, x, count, baton_float32, baton_sum, comm, nullptr), baton_success)
+        << baton_get_last_error(comm);
+    ASSERT_EQ(cudaMemcpy(host.data(), x, count * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (uint64_t i = 0; i < count; ++i) {
+      const float want = static_cast<float>(2 * (i % 11) + 1);
+      if (host[i] != want) {
+        ADD_FAILURE() << "rank " << rank << " element " << i << ": " << host[i] << ", want " << want;
+        return;
+      }
+    }
+  });
+  ASSERT_EQ(err, "");
 }
 
 }  // namespace
