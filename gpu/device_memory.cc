@@ -28,18 +28,24 @@ Status QueryPointer(const void* p, DevicePointer* out) {
   if (api->pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr) != CUDA_SUCCESS) {
     return Status::Ok();  // not known to CUDA: plain host memory
   }
-  if (type != CU_MEMORYTYPE_DEVICE) return Status::Ok();  // pinned or registered host memory
+  // Managed memory is asked first: whichever type the driver reports for
+  // it, it is bounced on the device it was allocated against, so that
+  // stream-ordered calls accept it too.
+  unsigned int managed = 0;
+  api->pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr);
+  if (type != CU_MEMORYTYPE_DEVICE && managed == 0) return Status::Ok();  // pinned or registered host memory
   int ordinal = -1;
-  BATON_RETURN_IF_ERROR(FromCuDriver(api->pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr),
-                                     "device of a pointer"));
+  const CUresult asked = api->pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
+  // Managed memory of no device (attached to the host): the CPU reads it
+  // as host memory, and it is staged as such.
+  if (managed != 0 && (asked != CUDA_SUCCESS || ordinal < 0)) return Status::Ok();
+  BATON_RETURN_IF_ERROR(FromCuDriver(asked, "device of a pointer"));
   unsigned long long id = 0;
   BATON_RETURN_IF_ERROR(
       FromCuDriver(api->pointer_get_attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, ptr), "buffer id of a pointer"));
   out->on_device = true;
   out->device = ordinal;
   out->buffer_id = id;
-  unsigned int managed = 0;
-  api->pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr);
   if (managed != 0) {
     out->unshareable = "the buffer is CUDA managed memory, which CUDA IPC cannot share with batond";
     return Status::Ok();
