@@ -1,6 +1,7 @@
 #include "collectives/network_split.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace baton {
 namespace {
@@ -15,6 +16,20 @@ bool ReadsSrc(const Step& s) {
          (s.kind == StepKind::kRecvReduce && s.src.bytes > 0);
 }
 bool WritesDst(const Step& s) { return s.kind != StepKind::kSend; }
+
+// How many ranks' send buffers `schedule` reads.
+size_t SendBuffersRead(const Schedule& schedule) {
+  std::vector<int> ranks;
+  for (const Phase& p : schedule.phases) {
+    for (const Step& s : p.steps) {
+      if (ReadsSrc(s) && s.src.bytes > 0 && s.src.buf == BufKind::kSend &&
+          std::find(ranks.begin(), ranks.end(), s.src.rank) == ranks.end()) {
+        ranks.push_back(s.src.rank);
+      }
+    }
+  }
+  return ranks.size();
+}
 
 }  // namespace
 
@@ -38,23 +53,33 @@ bool SplitAtNetwork(const Schedule& schedule, ScheduleSplit* out) {
 bool SplitForDeviceEnds(const Schedule& schedule, ScheduleSplit* out) {
   if (!SplitAtNetwork(schedule, out)) return false;
   if (out->head.phases.empty() && out->tail.phases.empty()) return false;  // nothing to gain
-  if (UsesScratch(out->head) || UsesScratch(out->tail) || WritesSendBuffer(out->middle)) return false;
-  out->head.scratch_bytes = 0;
-  out->tail.scratch_bytes = 0;
+  if (WritesSendBuffer(out->middle)) return false;
+  // Scratch in the ends pays when the head folds or gathers several ranks
+  // into it (a ReduceScatter's work vector: one vector staged instead of
+  // one per rank). Otherwise (a tail folding what arrived, a head copying
+  // one rank's input into its slot) it would only trade the host's work on
+  // small vectors for kernel launches and copies: staged whole, as before.
+  if ((UsesScratch(out->head) || UsesScratch(out->tail)) &&
+      (!UsesScratch(out->head) || SendBuffersRead(out->head) < 2)) {
+    return false;
+  }
+  out->head.scratch_bytes = ScratchExtent(out->head);
+  out->tail.scratch_bytes = ScratchExtent(out->tail);
   return true;
 }
 
-bool UsesScratch(const Schedule& schedule) {
+uint64_t ScratchExtent(const Schedule& schedule) {
+  uint64_t end = 0;
   for (const Phase& p : schedule.phases) {
     for (const Step& s : p.steps) {
-      if ((ReadsSrc(s) && s.src.bytes > 0 && s.src.buf == BufKind::kScratch) ||
-          (WritesDst(s) && s.dst.bytes > 0 && s.dst.buf == BufKind::kScratch)) {
-        return true;
-      }
+      if (ReadsSrc(s) && s.src.bytes > 0 && s.src.buf == BufKind::kScratch) end = std::max(end, s.src.offset + s.src.bytes);
+      if (WritesDst(s) && s.dst.bytes > 0 && s.dst.buf == BufKind::kScratch) end = std::max(end, s.dst.offset + s.dst.bytes);
     }
   }
-  return false;
+  return end;
 }
+
+bool UsesScratch(const Schedule& schedule) { return ScratchExtent(schedule) > 0; }
 
 bool TouchesBuffer(const Schedule& schedule, BufKind buf, int rank) {
   auto names = [&](const Region& r) { return r.bytes > 0 && r.buf == buf && r.rank == rank; };

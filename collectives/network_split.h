@@ -34,11 +34,21 @@ bool SplitAtNetwork(const Schedule& schedule, ScheduleSplit* out);
 
 // SplitAtNetwork for running the ends on GPU memory and the middle on host
 // memory (daemon/device_ends.h), true when that is worth doing and exact:
-// the head or the tail has steps, neither touches the scratch space (which
-// is host memory, the middle's), and the middle writes no send buffer (only
-// receive buffers go back to the GPUs for the tail). The head and tail then
-// ask for no scratch.
+// the head or the tail has steps, and the middle writes no send buffer
+// (only receive buffers and the scratch space go back to the GPUs for the
+// tail). Ends that use the scratch space (a ReduceScatter's work vector)
+// run on scratch of their own on a GPU, staged to and from the middle's
+// like a buffer: each end's scratch_bytes is then what it touches
+// (ScratchExtent), and 0 for an end that touches none. That only when the
+// head folds or gathers several ranks' inputs into scratch: ends that use
+// scratch otherwise (a direct AllReduce's, copying one rank's input into its
+// slot and folding what arrived) are not split, which would cost launches
+// and copies and save no staging.
 bool SplitForDeviceEnds(const Schedule& schedule, ScheduleSplit* out);
+
+// The end of the last scratch byte any step of `schedule` reads or writes
+// (0: it touches none).
+uint64_t ScratchExtent(const Schedule& schedule);
 
 // Whether any step of `schedule` reads or writes the scratch space.
 bool UsesScratch(const Schedule& schedule);

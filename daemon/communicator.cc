@@ -908,9 +908,9 @@ Status Communicator::StageDeferred(std::vector<LocalOp>& ops, const Schedule& sc
     BATON_RETURN_IF_ERROR(o.device->StageLater(*services_.pinned, &o.bufs, &spans, send_used, recv_used));
     (*buffers)[o.rank] = o.bufs;
   }
-  BATON_RETURN_IF_ERROR(ends.AddHeadOutputs(*buffers, &spans));
+  BATON_RETURN_IF_ERROR(ends.AddHeadOutputs(*buffers, &scratch_, &spans));
   if (spans.empty()) return Status::Ok();
-  return pipeline->Start(schedule, *buffers, std::move(spans));
+  return pipeline->Start(schedule, *buffers, std::move(spans), &scratch_);
 }
 
 void Communicator::FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered) {

@@ -27,7 +27,21 @@ Status DeviceEnds::RunHead(const Schedule& schedule, const std::vector<LocalOp>&
     std::sort(local_ranks_.begin(), local_ranks_.end());
     SpreadAllReduceEnds(sig, local_ranks_, world, &split_);  // false: not an AllReduce; its ends stay gathered
   }
-  const DeviceMemory memory{&buffers_, nullptr, 0, devices_.front()};
+  // Ends that use the scratch space (a ReduceScatter's work vector) get
+  // scratch of their own on a GPU every local one reaches, staged to and
+  // from the middle's (AddHeadOutputs).
+  DeviceMemory memory{&buffers_, nullptr, 0, devices_.front()};
+  scratch_ = nullptr;
+  scratch_bytes_ = std::max(split_.head.scratch_bytes, split_.tail.scratch_bytes);
+  if (scratch_bytes_ > 0) {
+    if (Status got = gpu::ThreadScratch(devices_.front(), scratch_bytes_, &scratch_); !got.ok()) {
+      BATON_DEBUG(kColl, "{}: no GPU scratch for its local steps ({}); staging every buffer", sig.ToString(),
+                  got.ToString());
+      return Status::Ok();
+    }
+    memory.scratch = scratch_;
+    memory.scratch_bytes = scratch_bytes_;
+  }
   for (auto [part, steps] : {std::pair{&split_.head, &head_steps_}, std::pair{&split_.tail, &tail_steps_}}) {
     if (Status planned = PlanDeviceSteps(*part, memory, steps); !planned.ok()) {
       BATON_DEBUG(kColl, "{}: its local steps cannot run on the GPUs ({}); staging every buffer", sig.ToString(),
@@ -43,9 +57,16 @@ Status DeviceEnds::RunHead(const Schedule& schedule, const std::vector<LocalOp>&
   return gpu::RunDeviceSteps(head_steps_, dtype_, redop_);
 }
 
-Status DeviceEnds::AddHeadOutputs(const std::vector<RankBuffers>& host, std::vector<StagedSpan>* spans) const {
+Status DeviceEnds::AddHeadOutputs(const std::vector<RankBuffers>& host, std::vector<uint8_t>* host_scratch,
+                                  std::vector<StagedSpan>* spans) const {
   if (!active_) return Status::Ok();
-  return AppendHeadOutputs(split_.head, buffers_, host, spans);
+  BATON_RETURN_IF_ERROR(AppendHeadOutputs(split_.head, buffers_, host, spans));
+  if (scratch_bytes_ == 0) return Status::Ok();
+  // Grown now rather than by the executor, so that the spans stay valid.
+  if (host_scratch->size() < split_.middle.scratch_bytes) host_scratch->resize(split_.middle.scratch_bytes);
+  if (host_scratch->size() < scratch_bytes_) return Status::Internal("ends that use more scratch than their schedule");
+  return AppendScratchSpans(split_.head, split_.tail, {scratch_, host_scratch->data(), scratch_bytes_, devices_.front()},
+                            spans);
 }
 
 Status DeviceEnds::RunTail() const {

@@ -17,8 +17,9 @@
 //      middle to run on host memory; otherwise hands back the whole
 //      schedule, touching nothing, and everything is staged as before;
 //   2. the caller stages the buffers for the middle (StageLater), adding
-//      what the head wrote as input (AddHeadOutputs): the staging plan
-//      copies in only what the middle touches, before it does;
+//      what the head wrote as input (AddHeadOutputs), in the ranks'
+//      receive buffers or the scratch space: the staging plan copies in
+//      only what the middle touches, before it does;
 //   3. the middle runs, its results copied back as its phases end, and the
 //      caller waits for the last copy (StagingPipeline::Finish);
 //   4. RunTail runs the tail on the GPUs.
@@ -33,9 +34,11 @@
 //   * every local rank's non-empty buffers are GPU memory, not staged yet,
 //     on GPUs that reach one another or on one GPU (LocalRanksOnDevices);
 //   * the schedule has network steps, and its head or tail has steps;
-//   * neither end touches the scratch space (host memory in the middle),
-//     and the middle writes no send buffer (only receive buffers are
-//     copied back for the tail to read);
+//   * the middle writes no send buffer (only receive buffers and the
+//     scratch space are copied back for the tail to read); ends that use
+//     the scratch space (a ReduceScatter's work vector) run on GPU scratch
+//     of their own (gpu::ThreadScratch, on the first local GPU), staged
+//     like a buffer: the head's work in, the middle's results back;
 //   * both ends can run on the GPUs exactly as on the host (PlanDeviceSteps).
 #pragma once
 
@@ -62,8 +65,12 @@ class DeviceEnds {
   // Whether the last RunHead ran the head on the GPUs.
   bool active() const { return active_; }
   // Step 2: the input spans of what the head wrote, `host` being the local
-  // ranks' buffers once staged (indexed by global rank).
-  Status AddHeadOutputs(const std::vector<RankBuffers>& host, std::vector<StagedSpan>* spans) const;
+  // ranks' buffers once staged (indexed by global rank); and, for ends that
+  // use the scratch space, the spans between their GPU scratch and
+  // `host_scratch` (the middle's, grown here to the middle's needs) both
+  // ways. The pipeline is then started with `host_scratch`.
+  Status AddHeadOutputs(const std::vector<RankBuffers>& host, std::vector<uint8_t>* host_scratch,
+                        std::vector<StagedSpan>* spans) const;
   // Step 4, once the middle's results are back on the GPUs.
   Status RunTail() const;
 
@@ -80,6 +87,8 @@ class DeviceEnds {
   std::vector<int> local_ranks_;
   std::vector<DeviceStep> head_steps_;
   std::vector<DeviceStep> tail_steps_;
+  uint8_t* scratch_ = nullptr;  // the ends' GPU scratch (gpu::ThreadScratch), of scratch_bytes_
+  uint64_t scratch_bytes_ = 0;
   DataType dtype_ = DataType::kFloat32;
   RedOp redop_ = RedOp::kSum;
 };

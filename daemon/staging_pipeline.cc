@@ -12,10 +12,10 @@ void StagingPipeline::UseDevice(int device) {
 }
 
 Status StagingPipeline::Start(const Schedule& schedule, const std::vector<RankBuffers>& buffers,
-                              std::vector<StagedSpan> spans) {
+                              std::vector<StagedSpan> spans, std::vector<uint8_t>* scratch) {
   if (!spans_.empty()) return Status::Internal("a staging pipeline started twice");
   spans_ = std::move(spans);
-  BATON_RETURN_IF_ERROR(PlanStaging(schedule, buffers, spans_, &plan_));
+  BATON_RETURN_IF_ERROR(PlanStaging(schedule, buffers, spans_, &plan_, scratch));
   // The previous collective on this thread waited for all its copies.
   gpu::ForgetMarks();
   marks_.assign(plan_.in_before.size(), {});

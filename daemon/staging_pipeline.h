@@ -26,9 +26,10 @@ class StagingPipeline : public PhaseObserver {
   StagingPipeline& operator=(const StagingPipeline&) = delete;
   ~StagingPipeline() override;
 
-  // Plans `schedule` on `buffers` (host memory) for `spans` and queues the
-  // copies in. At most once per pipeline.
-  Status Start(const Schedule& schedule, const std::vector<RankBuffers>& buffers, std::vector<StagedSpan> spans);
+  // Plans `schedule` on `buffers` and `scratch` (host memory; PlanStaging)
+  // for `spans` and queues the copies in. At most once per pipeline.
+  Status Start(const Schedule& schedule, const std::vector<RankBuffers>& buffers, std::vector<StagedSpan> spans,
+               std::vector<uint8_t>* scratch = nullptr);
   Status BeforePhase(size_t phase) override;
   Status AfterPhase(size_t phase) override;
   // Waits for every copy queued; the first error of any of them.

@@ -15,7 +15,8 @@ struct Touch {
   bool write = false;
 };
 
-Status CollectTouches(const Schedule& schedule, const std::vector<RankBuffers>& buffers, std::vector<Touch>* out) {
+Status CollectTouches(const Schedule& schedule, const std::vector<RankBuffers>& buffers, std::vector<uint8_t>* scratch,
+                      std::vector<Touch>* out) {
   for (size_t p = 0; p < schedule.phases.size(); ++p) {
     for (const Step& s : schedule.phases[p].steps) {
       // What each kind reads (src) and writes (dst); a fold's read of its
@@ -23,16 +24,30 @@ Status CollectTouches(const Schedule& schedule, const std::vector<RankBuffers>& 
       const bool reads_src = s.kind == StepKind::kCopy || s.kind == StepKind::kReduce || s.kind == StepKind::kSend ||
                              (s.kind == StepKind::kRecvReduce && s.src.bytes > 0);
       const bool writes_dst = s.kind != StepKind::kSend;
-      // Scratch (resolved to null) is never staged.
+      // Without `scratch`, scratch regions resolve to null: never staged.
       uint8_t* p_src = nullptr;
       uint8_t* p_dst = nullptr;
-      if (reads_src) BATON_RETURN_IF_ERROR(ResolveRegion(s.src, buffers, nullptr, &p_src));
-      if (writes_dst) BATON_RETURN_IF_ERROR(ResolveRegion(s.dst, buffers, nullptr, &p_dst));
+      if (reads_src) BATON_RETURN_IF_ERROR(ResolveRegion(s.src, buffers, scratch, &p_src));
+      if (writes_dst) BATON_RETURN_IF_ERROR(ResolveRegion(s.dst, buffers, scratch, &p_dst));
       if (p_src != nullptr && s.src.bytes > 0) out->push_back({p_src, s.src.bytes, static_cast<uint32_t>(p), false});
       if (p_dst != nullptr && s.dst.bytes > 0) out->push_back({p_dst, s.dst.bytes, static_cast<uint32_t>(p), true});
     }
   }
   return Status::Ok();
+}
+
+// Sorts `ranges` ((offset, end) pairs) and merges those that overlap or touch.
+void Merge(std::vector<std::pair<uint64_t, uint64_t>>* ranges) {
+  std::sort(ranges->begin(), ranges->end());
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  for (const auto& r : *ranges) {
+    if (!merged.empty() && r.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, r.second);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  *ranges = std::move(merged);
 }
 
 void Append(std::vector<StagingCopy>& list, uint32_t span, uint64_t off, uint64_t len) {
@@ -46,13 +61,13 @@ void Append(std::vector<StagingCopy>& list, uint32_t span, uint64_t off, uint64_
 }  // namespace
 
 Status PlanStaging(const Schedule& schedule, const std::vector<RankBuffers>& buffers,
-                   const std::vector<StagedSpan>& spans, StagingPlan* out) {
+                   const std::vector<StagedSpan>& spans, StagingPlan* out, std::vector<uint8_t>* scratch) {
   const size_t phases = schedule.phases.size();
   out->in_before.assign(phases, {});
   out->out_after.assign(phases, {});
   thread_local std::vector<Touch> touches;
   touches.clear();
-  BATON_RETURN_IF_ERROR(CollectTouches(schedule, buffers, &touches));
+  BATON_RETURN_IF_ERROR(CollectTouches(schedule, buffers, scratch, &touches));
   constexpr uint32_t kNone = UINT32_MAX;
   for (uint32_t si = 0; si < spans.size(); ++si) {
     const StagedSpan& span = spans[si];
@@ -116,12 +131,8 @@ Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffe
     }
   }
   for (size_t r = 0; r < written.size(); ++r) {
-    auto& ranges = written[r];
-    std::sort(ranges.begin(), ranges.end());
-    for (size_t i = 0; i < ranges.size();) {
-      const uint64_t from = ranges[i].first;
-      uint64_t to = ranges[i].second;
-      for (++i; i < ranges.size() && ranges[i].first <= to; ++i) to = std::max(to, ranges[i].second);
+    Merge(&written[r]);
+    for (const auto& [from, to] : written[r]) {
       const uint64_t bytes = to - from;
       uint8_t* h = host[r].recv + from;
       uint8_t* d = device[r].recv + from;
@@ -136,6 +147,45 @@ Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffe
       });
       if (!covered) spans->push_back({h, d, bytes, device[r].recv_device, true});
     }
+  }
+  return Status::Ok();
+}
+
+Status AppendScratchSpans(const Schedule& head, const Schedule& tail, const ScratchPair& scratch,
+                          std::vector<StagedSpan>* spans) {
+  // (offset, end) ranges: what the head writes (input to the middle) and
+  // what the tail reads (the middle's output).
+  std::vector<std::pair<uint64_t, uint64_t>> written, read;
+  for (const auto& [part, writes] : {std::pair{&head, true}, std::pair{&tail, false}}) {
+    for (const Phase& p : part->phases) {
+      for (const Step& s : p.steps) {
+        if (s.IsNetwork()) {
+          return Status::Internal("an end of a split schedule has a network step");
+        }
+        // The head: what it writes. The tail: what it reads (a fold or a
+        // division reads its destination too; a byte the tail writes
+        // before reading it comes back needlessly, never wrongly).
+        const bool reads_src = s.kind == StepKind::kCopy || s.kind == StepKind::kReduce;
+        for (const Region* r : {&s.src, &s.dst}) {
+          if (r == &s.src && (writes || !reads_src)) continue;
+          if (r->buf != BufKind::kScratch || r->bytes == 0) continue;
+          if (r->offset > scratch.bytes || r->bytes > scratch.bytes - r->offset) {
+            return Status::Internal("an end of a split schedule touches scratch outside its " +
+                                    std::to_string(scratch.bytes) + " bytes (offset " + std::to_string(r->offset) +
+                                    ", bytes " + std::to_string(r->bytes) + ")");
+          }
+          (writes ? written : read).emplace_back(r->offset, r->offset + r->bytes);
+        }
+      }
+    }
+  }
+  Merge(&written);
+  Merge(&read);
+  for (const auto& [from, to] : written) {
+    spans->push_back({scratch.host + from, scratch.device + from, to - from, scratch.device_id, true});
+  }
+  for (const auto& [from, to] : read) {
+    spans->push_back({scratch.host + from, scratch.device + from, to - from, scratch.device_id, false});
   }
   return Status::Ok();
 }

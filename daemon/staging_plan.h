@@ -54,10 +54,12 @@ struct StagingPlan {
 };
 
 // Plans the copies of `spans` for `schedule` run on `buffers` (the host
-// memory, indexed by global rank, that the spans lie in). Regions outside
-// their buffers are an Internal error, as in ExecuteSchedule.
+// memory, indexed by global rank, that the spans lie in) and `scratch` (the
+// scratch space it runs on, at least the schedule's scratch_bytes; null: no
+// span lies in scratch, whose touches are then not looked at). Regions
+// outside their buffers are an Internal error, as in ExecuteSchedule.
 Status PlanStaging(const Schedule& schedule, const std::vector<RankBuffers>& buffers,
-                   const std::vector<StagedSpan>& spans, StagingPlan* out);
+                   const std::vector<StagedSpan>& spans, StagingPlan* out, std::vector<uint8_t>* scratch = nullptr);
 
 // Across nodes with the local ends on the GPUs (daemon/device_ends.h), the
 // head of the split schedule wrote some of the receive buffers on the
@@ -71,5 +73,24 @@ Status PlanStaging(const Schedule& schedule, const std::vector<RankBuffers>& buf
 // all if it never does. A region outside its buffer is an Internal error.
 Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffers>& device,
                          const std::vector<RankBuffers>& host, std::vector<StagedSpan>* spans);
+
+// The scratch space of split ends: the ends' on a GPU, the middle's in host
+// memory, the same offsets in both.
+struct ScratchPair {
+  uint8_t* device = nullptr;
+  uint8_t* host = nullptr;
+  uint64_t bytes = 0;  // of each, at least what the ends touch
+  int device_id = -1;
+};
+
+// Ends that use the scratch space (a ReduceScatter's work vector, into
+// which the head folds the node's ranks and out of which the tail copies
+// their blocks): appends an input span for each range of scratch `head`
+// writes and an output span for each range `tail` reads (merged where they
+// overlap or touch), so that the plan copies the head's work to the host
+// before the middle first touches it and the middle's results back after
+// their last write. A range outside `scratch` is an Internal error.
+Status AppendScratchSpans(const Schedule& head, const Schedule& tail, const ScratchPair& scratch,
+                          std::vector<StagedSpan>* spans);
 
 }  // namespace baton

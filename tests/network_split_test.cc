@@ -143,18 +143,38 @@ TEST(NetworkSplit, AnAllReducesEndsAreItsLocalReductionAndCopyOut) {
   }
 }
 
-// Ends that use the scratch space (host memory for the middle) or a middle
-// that writes a send buffer are not split for the GPUs.
-TEST(NetworkSplit, EndsThatNeedHostMemoryAreNotSplitForTheGpus) {
+// Ends whose head folds several ranks into scratch are split, each asking
+// for the scratch it touches; ends that use scratch otherwise are not, nor
+// a middle that writes a send buffer (only receive buffers and scratch come
+// back for the tail).
+TEST(NetworkSplit, WhichEndsThatUseScratchOrMiddlesAreSplitForTheGpus) {
   const Step send{StepKind::kSend, {BufKind::kRecv, 0, 0, 8}, {}, 1};
   Schedule uses_scratch;
-  uses_scratch.scratch_bytes = 8;
-  uses_scratch.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kSend, 0, 0, 8}, {BufKind::kScratch, -1, 0, 8}}}});
-  uses_scratch.phases.push_back(Phase{{send}});
+  uses_scratch.scratch_bytes = 64;
+  uses_scratch.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kSend, 0, 0, 8}, {BufKind::kScratch, -1, 8, 8}},
+                                       {StepKind::kReduce, {BufKind::kSend, 1, 0, 8}, {BufKind::kScratch, -1, 8, 8}}}});
+  uses_scratch.phases.push_back(Phase{{send, {StepKind::kRecv, {}, {BufKind::kScratch, -1, 32, 32}, 1}}});
   ScheduleSplit split;
   EXPECT_TRUE(SplitAtNetwork(uses_scratch, &split));
   EXPECT_TRUE(UsesScratch(split.head));
-  EXPECT_FALSE(SplitForDeviceEnds(uses_scratch, &split));
+  EXPECT_FALSE(UsesScratch(split.tail));
+  ASSERT_TRUE(SplitForDeviceEnds(uses_scratch, &split));
+  EXPECT_EQ(split.head.scratch_bytes, 16u) << "up to the end of what it touches";
+  EXPECT_EQ(split.middle.scratch_bytes, 64u);
+  EXPECT_EQ(split.tail.scratch_bytes, 0u);
+
+  // Scratch in the tail alone (folding what arrived): staged whole.
+  Schedule tail_scratch;
+  tail_scratch.scratch_bytes = 8;
+  tail_scratch.phases.push_back(Phase{{send, {StepKind::kRecv, {}, {BufKind::kScratch, -1, 0, 8}, 1}}});
+  tail_scratch.phases.push_back(Phase{{{StepKind::kReduce, {BufKind::kScratch, -1, 0, 8}, {BufKind::kRecv, 0, 0, 8}}}});
+  EXPECT_TRUE(SplitAtNetwork(tail_scratch, &split));
+  EXPECT_TRUE(UsesScratch(split.tail));
+  EXPECT_FALSE(SplitForDeviceEnds(tail_scratch, &split));
+  // Nor one rank's input copied into scratch.
+  Schedule one_rank = uses_scratch;
+  one_rank.phases[0].steps.pop_back();
+  EXPECT_FALSE(SplitForDeviceEnds(one_rank, &split));
 
   Schedule writes_send;
   writes_send.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kSend, 0, 0, 8}, {BufKind::kRecv, 0, 0, 8}}}});

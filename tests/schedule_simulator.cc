@@ -85,6 +85,7 @@ Status Simulate(const NodeLayout& layout, const OpSignature& sig, Algorithm algo
     BATON_RETURN_IF_ERROR(BuildSchedule(in, &nodes[i].schedule));
     if (hooks.rewrite) BATON_RETURN_IF_ERROR(hooks.rewrite(i, &nodes[i].schedule));
     nodes[i].scratch.assign(nodes[i].schedule.scratch_bytes, 0xEE);
+    if (hooks.scratch_ready) BATON_RETURN_IF_ERROR(hooks.scratch_ready(i, &nodes[i].scratch));
   }
   std::map<std::pair<int, int>, std::deque<std::vector<uint8_t>>> wire;  // (from, to) -> messages
 

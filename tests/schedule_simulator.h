@@ -48,6 +48,10 @@ struct PhaseHooks {
   // Called once for each node's schedule before anything runs; it may
   // replace the schedule with the one to run (the middle of a split).
   std::function<Status(int node, Schedule* schedule)> rewrite;
+  // Called once for each node, after `rewrite`, with the scratch space its
+  // schedule runs on (sized to the schedule's scratch_bytes; valid for
+  // the whole run).
+  std::function<Status(int node, std::vector<uint8_t>* scratch)> scratch_ready;
 };
 
 // Runs the collective `sig` on all nodes of `layout`. `ranks[r]` gives rank r's buffers.

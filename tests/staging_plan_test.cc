@@ -60,12 +60,15 @@ struct Totals {
 // The pipeline's copies for `spans` (per node), done with memcpy where it
 // would wait for them (input, before a phase) and queue them (output, after
 // it), on `buffers` (the memory the schedules run on), counted in `totals`.
+// `scratch` (per node, or null) is the scratch space spans may lie in.
 PhaseHooks CopyingHooks(const std::vector<RankBuffers>& buffers, const std::vector<std::vector<StagedSpan>>& spans,
-                        std::map<int, StagingPlan>& plans, Totals& totals) {
+                        std::map<int, StagingPlan>& plans, Totals& totals,
+                        const std::vector<std::vector<uint8_t>*>* scratch = nullptr) {
   PhaseHooks hooks;
-  hooks.before = [&](int node, const Schedule& schedule, size_t phase) -> Status {
+  hooks.before = [&, scratch](int node, const Schedule& schedule, size_t phase) -> Status {
     if (phase == 0) {
-      BATON_RETURN_IF_ERROR(PlanStaging(schedule, buffers, spans[node], &plans[node]));
+      std::vector<uint8_t>* node_scratch = scratch != nullptr ? (*scratch)[node] : nullptr;
+      BATON_RETURN_IF_ERROR(PlanStaging(schedule, buffers, spans[node], &plans[node], node_scratch));
       const StagingPlan& p = plans[node];
       if (p.in_before.size() != schedule.phases.size() || p.out_after.size() != schedule.phases.size()) {
         return Status::Internal("a plan with a different number of phases than its schedule");
@@ -191,20 +194,33 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
   std::vector<ScheduleSplit> splits(nodes);
   std::vector<std::vector<DeviceStep>> head(nodes), tail(nodes);
   std::vector<bool> split(nodes, false);
+  // Ends that use the scratch space run on "GPU" scratch of their own
+  // (poisoned), staged to and from the middle's host scratch.
+  std::vector<std::vector<uint8_t>> device_scratch(nodes);
+  std::vector<std::vector<uint8_t>*> host_scratch(nodes, nullptr);
   auto run_on_gpus = [&](const std::vector<DeviceStep>& steps) { RunLikeGpus(steps, sig.dtype, sig.redop, how.order); };
   std::map<int, StagingPlan> plans;
   Totals local;
-  PhaseHooks hooks = CopyingHooks(buffers, spans, plans, local);
+  PhaseHooks hooks = CopyingHooks(buffers, spans, plans, local, &host_scratch);
   hooks.rewrite = [&](int node, Schedule* schedule) -> Status {
     if (!SplitForDeviceEnds(*schedule, &splits[node])) return Status::Ok();
     split[node] = true;
     if (how.spread) {
       const std::vector<int>& local_ranks = layout.ranks_of_node[node];
+      // Only the hierarchical AllReduce's ends are spread (not, say, a
+      // halving-doubling's whose head folds into scratch).
+      const bool hierarchical = !UsesScratch(splits[node].head) && !UsesScratch(splits[node].tail);
       const bool spread = SpreadAllReduceEnds(sig, local_ranks, world, &splits[node]);
-      EXPECT_EQ(spread, sig.collective == Collective::kAllReduce && local_ranks.size() > 1)
+      EXPECT_EQ(spread, sig.collective == Collective::kAllReduce && local_ranks.size() > 1 && hierarchical)
           << sig.ToString() << " node " << node << ": " << (spread ? "spread" : "not spread");
     }
-    const DeviceMemory memory{&device, nullptr, 0, 0};
+    DeviceMemory memory{&device, nullptr, 0, 0};
+    const uint64_t scratch_bytes = std::max(splits[node].head.scratch_bytes, splits[node].tail.scratch_bytes);
+    if (scratch_bytes > 0) {
+      device_scratch[node].assign(scratch_bytes, kPoison);
+      memory.scratch = device_scratch[node].data();
+      memory.scratch_bytes = scratch_bytes;
+    }
     BATON_RETURN_IF_ERROR(PlanDeviceSteps(splits[node].head, memory, &head[node]));
     BATON_RETURN_IF_ERROR(PlanDeviceSteps(splits[node].tail, memory, &tail[node]));
     for (const auto* steps : {&head[node], &tail[node]}) {
@@ -232,6 +248,13 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
     BATON_RETURN_IF_ERROR(AppendHeadOutputs(splits[node].head, device, buffers, &spans[node]));
     *schedule = splits[node].middle;
     return Status::Ok();
+  };
+  hooks.scratch_ready = [&](int node, std::vector<uint8_t>* scratch) -> Status {
+    host_scratch[node] = scratch;
+    if (device_scratch[node].empty()) return Status::Ok();
+    if (scratch->size() < device_scratch[node].size()) return Status::Internal("ends with more scratch than the middle");
+    const ScratchPair pair{device_scratch[node].data(), scratch->data(), device_scratch[node].size(), 0};
+    return AppendScratchSpans(splits[node].head, splits[node].tail, pair, &spans[node]);
   };
   hooks.after = [&, copy_back = hooks.after](int node, const Schedule& schedule, size_t phase) -> Status {
     BATON_RETURN_IF_ERROR(copy_back(node, schedule, phase));
@@ -373,6 +396,31 @@ TEST(DeviceEnds, AnAllReduceStagesOneBufferPerNode) {
     // result goes back as each of its two phases finishes a part.
     EXPECT_EQ(ends.phases_in, 2u);
     EXPECT_EQ(ends.phases_out, 4u);
+  }
+}
+
+// A ReduceScatter's work vector is scratch: its head folds the node's ranks
+// into GPU scratch, that one vector crosses to the host (instead of every
+// rank's input), the middle reduces it across the nodes, and only the
+// node's own blocks come back for the tail to copy out. On 2x2, half the
+// input bytes of staging every rank, the same output bytes.
+TEST(DeviceEnds, AReduceScatterStagesOneWorkVectorPerNode) {
+  const NodeLayout layout = NodeLayout::Blocked({2, 2});
+  const uint64_t count = 1 << 14;
+  const uint64_t block = 4 * count;  // one rank's output
+  for (bool in_place : {false, true}) {
+    for (RedOp op : {RedOp::kSum, RedOp::kAvg}) {
+      const OpSignature sig{Collective::kReduceScatter, DataType::kFloat32, op, -1, count};
+      Totals whole, ends;
+      RunStagedAndCheck(layout, sig, Algorithm::kRing, in_place, [](int) { return true; }, &whole);
+      int split_nodes = 0;
+      RunDeviceEndsAndCheck(layout, sig, Algorithm::kRing, in_place, &ends, &split_nodes);
+      EXPECT_EQ(split_nodes, 2);
+      EXPECT_EQ(whole.in, 4 * 4 * block) << "staged whole: every rank's input of four blocks";
+      EXPECT_EQ(ends.in, 2 * 4 * block) << "the ends on the GPUs: one work vector per node"
+                                        << (in_place ? ", in place" : "");
+      EXPECT_EQ(ends.out, 4 * block) << "each node's own two blocks";
+    }
   }
 }
 
