@@ -472,6 +472,43 @@ TEST(DeviceEnds, HeadOutputsAreMergedRangesOfReceiveBuffers) {
       << st.ToString();
 }
 
+// Ends that use scratch: what the head writes there is input to the middle
+// and what the tail reads is its output, one span per merged range, at the
+// same offsets on the GPU and the host; a range outside the scratch is an
+// error.
+TEST(DeviceEnds, ScratchSpansAreWhatTheHeadWritesAndTheTailReads) {
+  std::vector<uint8_t> dev(64), host(128);
+  const ScratchPair scratch{dev.data(), host.data(), 64, 2};
+  Schedule head, tail;
+  head.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kSend, 0, 0, 16}, {BufKind::kScratch, -1, 0, 16}},
+                               {StepKind::kReduce, {BufKind::kSend, 1, 0, 16}, {BufKind::kScratch, -1, 8, 16}}}});
+  tail.phases.push_back(Phase{{{StepKind::kDivide, {}, {BufKind::kScratch, -1, 32, 8}, -1, 4},
+                               {StepKind::kCopy, {BufKind::kScratch, -1, 40, 8}, {BufKind::kRecv, 0, 0, 8}},
+                               {StepKind::kCopy, {BufKind::kScratch, -1, 56, 8}, {BufKind::kRecv, 1, 0, 8}}}});
+  std::vector<StagedSpan> spans;
+  ASSERT_TRUE(AppendScratchSpans(head, tail, scratch, &spans).ok());
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_TRUE(spans[0].input);
+  EXPECT_EQ(spans[0].host, host.data());
+  EXPECT_EQ(spans[0].device, dev.data());
+  EXPECT_EQ(spans[0].bytes, 24u) << "0..16 and 8..24 overlap: one range";
+  EXPECT_EQ(spans[0].device_id, 2);
+  EXPECT_FALSE(spans[1].input);
+  EXPECT_EQ(spans[1].host, host.data() + 32);
+  EXPECT_EQ(spans[1].device, dev.data() + 32);
+  EXPECT_EQ(spans[1].bytes, 16u) << "the division's 32..40 and the copy's 40..48 touch: one range";
+  EXPECT_FALSE(spans[2].input);
+  EXPECT_EQ(spans[2].host, host.data() + 56);
+  EXPECT_EQ(spans[2].bytes, 8u);
+
+  tail.phases[0].steps.push_back({StepKind::kCopy, {BufKind::kScratch, -1, 60, 8}, {BufKind::kRecv, 0, 0, 8}});
+  spans.clear();
+  const Status st = AppendScratchSpans(head, tail, scratch, &spans);
+  EXPECT_EQ(st.code(), Code::kInternalError);
+  EXPECT_NE(st.message().find("touches scratch outside its 64 bytes (offset 60, bytes 8)"), std::string::npos)
+      << st.ToString();
+}
+
 TEST(StagingPlan, ARegionOutsideItsBufferIsAnError) {
   std::vector<uint8_t> mem(64);
   const std::vector<RankBuffers> buffers{{mem.data(), 32, mem.data() + 32, 32}};
