@@ -910,7 +910,8 @@ Status Communicator::StageDeferred(std::vector<LocalOp>& ops, const Schedule& sc
   }
   BATON_RETURN_IF_ERROR(ends.AddHeadOutputs(*buffers, &scratch_, &spans));
   if (spans.empty()) return Status::Ok();
-  return pipeline->Start(schedule, *buffers, std::move(spans), &scratch_);
+  // Only then is the host scratch grown already (and some spans in it).
+  return pipeline->Start(schedule, *buffers, std::move(spans), ends.uses_scratch() ? &scratch_ : nullptr);
 }
 
 void Communicator::FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered) {

@@ -64,6 +64,9 @@ class DeviceEnds {
                  const Schedule** host_part);
   // Whether the last RunHead ran the head on the GPUs.
   bool active() const { return active_; }
+  // Whether, doing so, its ends use the scratch space: the staging then
+  // spans the middle's host scratch too (AddHeadOutputs).
+  bool uses_scratch() const { return active_ && scratch_bytes_ > 0; }
   // Step 2: the input spans of what the head wrote, `host` being the local
   // ranks' buffers once staged (indexed by global rank); and, for ends that
   // use the scratch space, the spans between their GPU scratch and
