@@ -438,6 +438,51 @@ TEST(GpuTwoNodes, LocalStepsOfDeviceBuffersRunOnTheGpu) {
   EXPECT_GE(off.at("shm"), 3 * kBytes);
 }
 
+// Across nodes a ReduceScatter's work vector is scratch: with the ends on
+// the GPUs the node's ranks are folded into GPU scratch (counted under
+// gpu) and only that vector is staged; with --gpu-collectives off, every
+// rank's input is staged and the host folds them. The result either way,
+// element by element.
+TEST(GpuTwoNodes, AReduceScatterFoldsTheNodeInGpuScratch) {
+  SKIP_WITHOUT_GPU();
+  constexpr size_t kBlock = (1 << 18) + 5;  // one rank's output
+  constexpr size_t kRanks = 4;
+  auto run = [&](const LocalCluster& cluster) {
+    std::string err = RunRanks(cluster, {0, 0, 1, 1}, UniqueJob("gpu-rs-ends"), [&](int rank, baton_comm_t comm) {
+      cudaSetDevice(0);
+      std::vector<float> input(kRanks * kBlock);
+      for (size_t j = 0; j < input.size(); ++j) input[j] = static_cast<float>(rank + 1) + static_cast<float>(j % 7);
+      DeviceBuffer send, recv;
+      ASSERT_EQ(cudaMalloc(&send.ptr, input.size() * sizeof(float)), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&recv.ptr, kBlock * sizeof(float)), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(send.ptr, input.data(), input.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(baton_reducescatter(send.ptr, recv.ptr, kBlock, baton_float32, baton_sum, comm, nullptr), baton_success)
+          << baton_get_last_error(comm);
+      std::vector<float> out(kBlock);
+      ASSERT_EQ(cudaMemcpy(out.data(), recv.ptr, kBlock * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+      for (size_t i = 0; i < kBlock; ++i) {
+        const float want = 10.0f + 4.0f * static_cast<float>((rank * kBlock + i) % 7);  // 1 + 2 + 3 + 4, and 4 x (j % 7)
+        if (out[i] != want) {
+          ADD_FAILURE() << "rank " << rank << " element " << i << ": got " << out[i] << ", want " << want;
+          break;
+        }
+      }
+    });
+    ASSERT_EQ(err, "");
+  };
+  auto cluster = StartCluster(2);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  run(*cluster);
+  const auto ends = TransportBytes(*cluster);
+  EXPECT_GT(ends.at("gpu"), 0u) << "the node's fold of GPU buffers did not run on the GPU";
+  EXPECT_GT(ends.at("tcp"), 0u);
+
+  auto staging = StartCluster(2, {"--gpu-collectives", "off"});
+  ASSERT_TRUE(staging->status().ok()) << staging->status().ToString();
+  run(*staging);
+  EXPECT_EQ(TransportBytes(*staging).at("gpu"), 0u) << "--gpu-collectives off, yet local steps ran on the GPU";
+}
+
 // Send and Recv between device buffers of two ranks on one node, blocking
 // and stream-ordered: matched in the daemon on staged host memory (they are
 // never left to the worker's GPU path), every element checked.
