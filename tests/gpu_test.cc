@@ -340,6 +340,23 @@ std::map<std::string, uint64_t> TransportBytes(const LocalCluster& cluster) {
   return bytes;
 }
 
+// Runs `run` on two nodes of fresh daemons, first as they start, then with
+// --gpu-collectives off, and hands back each run's transport counters.
+struct OnAndOff {
+  std::map<std::string, uint64_t> on, off;
+};
+template <typename Run>
+void RunOnAndOff(Run run, OnAndOff* out) {
+  auto cluster = StartCluster(2);
+  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
+  run(*cluster);
+  out->on = TransportBytes(*cluster);
+  auto staging = StartCluster(2, {"--gpu-collectives", "off"});
+  ASSERT_TRUE(staging->status().ok()) << staging->status().ToString();
+  run(*staging);
+  out->off = TransportBytes(*staging);
+}
+
 // Within one node, a collective of device buffers runs on the GPU: the
 // daemon counts its local traffic under "gpu" and none through host memory
 // ("shm"). With one rank's buffer in host memory the same collective is
@@ -423,19 +440,13 @@ TEST(GpuTwoNodes, LocalStepsOfDeviceBuffersRunOnTheGpu) {
     });
     ASSERT_EQ(err, "");
   };
-  auto cluster = StartCluster(2);
-  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
-  run(*cluster);
-  const auto ends = TransportBytes(*cluster);
-  EXPECT_GE(ends.at("gpu"), 3 * kBytes) << "the node's reduction of GPU buffers did not run on the GPU";
-  EXPECT_GT(ends.at("tcp"), 0u);
-
-  auto staging = StartCluster(2, {"--gpu-collectives", "off"});
-  ASSERT_TRUE(staging->status().ok()) << staging->status().ToString();
-  run(*staging);
-  const auto off = TransportBytes(*staging);
-  EXPECT_EQ(off.at("gpu"), 0u) << "--gpu-collectives off, yet local steps ran on the GPU";
-  EXPECT_GE(off.at("shm"), 3 * kBytes);
+  OnAndOff bytes;
+  RunOnAndOff(run, &bytes);
+  if (HasFatalFailure()) return;
+  EXPECT_GE(bytes.on.at("gpu"), 3 * kBytes) << "the node's reduction of GPU buffers did not run on the GPU";
+  EXPECT_GT(bytes.on.at("tcp"), 0u);
+  EXPECT_EQ(bytes.off.at("gpu"), 0u) << "--gpu-collectives off, yet local steps ran on the GPU";
+  EXPECT_GE(bytes.off.at("shm"), 3 * kBytes);
 }
 
 // Across nodes a ReduceScatter's work vector is scratch: with the ends on
@@ -470,17 +481,12 @@ TEST(GpuTwoNodes, AReduceScatterFoldsTheNodeInGpuScratch) {
     });
     ASSERT_EQ(err, "");
   };
-  auto cluster = StartCluster(2);
-  ASSERT_TRUE(cluster->status().ok()) << cluster->status().ToString();
-  run(*cluster);
-  const auto ends = TransportBytes(*cluster);
-  EXPECT_GT(ends.at("gpu"), 0u) << "the node's fold of GPU buffers did not run on the GPU";
-  EXPECT_GT(ends.at("tcp"), 0u);
-
-  auto staging = StartCluster(2, {"--gpu-collectives", "off"});
-  ASSERT_TRUE(staging->status().ok()) << staging->status().ToString();
-  run(*staging);
-  EXPECT_EQ(TransportBytes(*staging).at("gpu"), 0u) << "--gpu-collectives off, yet local steps ran on the GPU";
+  OnAndOff bytes;
+  RunOnAndOff(run, &bytes);
+  if (HasFatalFailure()) return;
+  EXPECT_GT(bytes.on.at("gpu"), 0u) << "the node's fold of GPU buffers did not run on the GPU";
+  EXPECT_GT(bytes.on.at("tcp"), 0u);
+  EXPECT_EQ(bytes.off.at("gpu"), 0u) << "--gpu-collectives off, yet local steps ran on the GPU";
 }
 
 // Send and Recv between device buffers of two ranks on one node, blocking
