@@ -852,7 +852,8 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
       if (st.ok() && !on_gpus) st = StageDeferred(ops, *host_schedule, ends, &buffers, &staging);
       ExecutionContext ctx{&buffers, &scratch_, mesh_.get(), MessageStamp{spec_.uid, seq, sig},
                            std::chrono::steady_clock::now() + spec_.timeout + grace, services_.pool,
-                           staging.active() ? &staging : nullptr};
+                           staging.active() ? &staging : nullptr, ScratchView{}};
+      if (ends.uses_scratch()) ctx.fixed_scratch = ends.host_scratch();
       if (st.ok() && !on_gpus) st = ExecuteSchedule(*host_schedule, ctx);
       if (Status copied = staging.Finish(); st.ok()) st = copied;
       if (st.ok() && ends.active()) st = ends.RunTail();
@@ -895,7 +896,7 @@ Status Communicator::RunCollective(std::vector<LocalOp>& ops, uint64_t seq) {
   return st;
 }
 
-Status Communicator::StageDeferred(std::vector<LocalOp>& ops, const Schedule& schedule, const DeviceEnds& ends,
+Status Communicator::StageDeferred(std::vector<LocalOp>& ops, const Schedule& schedule, DeviceEnds& ends,
                                    std::vector<RankBuffers>* buffers, StagingPipeline* pipeline) {
   std::vector<StagedSpan> spans;
   for (LocalOp& o : ops) {
@@ -908,10 +909,11 @@ Status Communicator::StageDeferred(std::vector<LocalOp>& ops, const Schedule& sc
     BATON_RETURN_IF_ERROR(o.device->StageLater(*services_.pinned, &o.bufs, &spans, send_used, recv_used));
     (*buffers)[o.rank] = o.bufs;
   }
-  BATON_RETURN_IF_ERROR(ends.AddHeadOutputs(*buffers, &scratch_, &spans));
+  if (ends.active() && !services_.pinned) return Status::Internal("GPU ends on a daemon without a staging pool");
+  if (ends.active()) BATON_RETURN_IF_ERROR(ends.AddHeadOutputs(*buffers, *services_.pinned, &spans));
   if (spans.empty()) return Status::Ok();
-  // Only then is the host scratch grown already (and some spans in it).
-  return pipeline->Start(schedule, *buffers, std::move(spans), ends.uses_scratch() ? &scratch_ : nullptr);
+  const ScratchView scratch = ends.host_scratch();  // where the middle runs, when the ends use scratch
+  return pipeline->Start(schedule, *buffers, std::move(spans), ends.uses_scratch() ? &scratch : nullptr);
 }
 
 void Communicator::FinishSplit(std::vector<LocalOp>& ops, const std::vector<uint8_t>& gathered) {

@@ -173,7 +173,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // `schedule` (staging_pipeline.h).
   // With `ends` active, `schedule` is the middle and what the head wrote on
   // the GPUs is copied in too.
-  Status StageDeferred(std::vector<LocalOp>& ops, const Schedule& schedule, const DeviceEnds& ends,
+  Status StageDeferred(std::vector<LocalOp>& ops, const Schedule& schedule, DeviceEnds& ends,
                        std::vector<RankBuffers>* buffers, StagingPipeline* pipeline);
   Status CheckSignatures(const std::vector<LocalOp>& ops, uint64_t seq) const;
   // The error for local ranks that did not submit op `seq` within the timeout.

@@ -12,6 +12,8 @@ Status DeviceEnds::RunHead(const Schedule& schedule, const std::vector<LocalOp>&
                            GpuAllReduceShape shape, const Schedule** host_part) {
   active_ = false;
   *host_part = &schedule;
+  host_scratch_ = gpu::PinnedLease();  // back to the pool: the last collective is over
+  host_scratch_bytes_ = 0;
   if (!LocalRanksOnDevices(ops, world, &buffers_, &devices_)) return Status::Ok();
   const OpSignature& sig = ops[0].sig;
   if (!SplitForDeviceEnds(schedule, &split_)) {
@@ -57,15 +59,17 @@ Status DeviceEnds::RunHead(const Schedule& schedule, const std::vector<LocalOp>&
   return gpu::RunDeviceSteps(head_steps_, dtype_, redop_);
 }
 
-Status DeviceEnds::AddHeadOutputs(const std::vector<RankBuffers>& host, std::vector<uint8_t>* host_scratch,
-                                  std::vector<StagedSpan>* spans) const {
+Status DeviceEnds::AddHeadOutputs(const std::vector<RankBuffers>& host, gpu::PinnedPool& pinned,
+                                  std::vector<StagedSpan>* spans) {
   if (!active_) return Status::Ok();
   BATON_RETURN_IF_ERROR(AppendHeadOutputs(split_.head, buffers_, host, spans));
   if (scratch_bytes_ == 0) return Status::Ok();
-  // Grown now rather than by the executor, so that the spans stay valid.
-  if (host_scratch->size() < split_.middle.scratch_bytes) host_scratch->resize(split_.middle.scratch_bytes);
-  if (host_scratch->size() < scratch_bytes_) return Status::Internal("ends that use more scratch than their schedule");
-  return AppendScratchSpans(split_.head, split_.tail, {scratch_, host_scratch->data(), scratch_bytes_, devices_.front()},
+  if (split_.middle.scratch_bytes < scratch_bytes_) {
+    return Status::Internal("ends that use more scratch than their schedule");
+  }
+  BATON_RETURN_IF_ERROR(pinned.Acquire(split_.middle.scratch_bytes, &host_scratch_));
+  host_scratch_bytes_ = split_.middle.scratch_bytes;
+  return AppendScratchSpans(split_.head, split_.tail, {scratch_, host_scratch_.data(), scratch_bytes_, devices_.front()},
                             spans);
 }
 

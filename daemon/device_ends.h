@@ -50,6 +50,7 @@
 #include "common/status.h"
 #include "daemon/local_op.h"
 #include "daemon/staging_plan.h"
+#include "gpu/pinned_pool.h"
 
 namespace baton {
 
@@ -64,16 +65,20 @@ class DeviceEnds {
                  const Schedule** host_part);
   // Whether the last RunHead ran the head on the GPUs.
   bool active() const { return active_; }
-  // Whether, doing so, its ends use the scratch space: the staging then
-  // spans the middle's host scratch too (AddHeadOutputs).
+  // Whether, doing so, its ends use the scratch space: the middle then runs
+  // on host_scratch(), which the staging spans too (AddHeadOutputs).
   bool uses_scratch() const { return active_ && scratch_bytes_ > 0; }
+  // The middle's scratch space when uses_scratch(): pinned memory from the
+  // pool given to AddHeadOutputs, the middle's scratch_bytes, held until
+  // the next RunHead.
+  ScratchView host_scratch() const { return {host_scratch_.data(), host_scratch_bytes_}; }
   // Step 2: the input spans of what the head wrote, `host` being the local
   // ranks' buffers once staged (indexed by global rank); and, for ends that
-  // use the scratch space, the spans between their GPU scratch and
-  // `host_scratch` (the middle's, grown here to the middle's needs) both
-  // ways. The pipeline is then started with `host_scratch`.
-  Status AddHeadOutputs(const std::vector<RankBuffers>& host, std::vector<uint8_t>* host_scratch,
-                        std::vector<StagedSpan>* spans) const;
+  // use the scratch space, the spans between their GPU scratch and the
+  // middle's, host_scratch(), taken here from `pinned` (so that its copies
+  // run as fast as the buffers' and overlap the phases as theirs do).
+  Status AddHeadOutputs(const std::vector<RankBuffers>& host, gpu::PinnedPool& pinned,
+                        std::vector<StagedSpan>* spans);
   // Step 4, once the middle's results are back on the GPUs.
   Status RunTail() const;
 
@@ -92,6 +97,8 @@ class DeviceEnds {
   std::vector<DeviceStep> tail_steps_;
   uint8_t* scratch_ = nullptr;  // the ends' GPU scratch (gpu::ThreadScratch), of scratch_bytes_
   uint64_t scratch_bytes_ = 0;
+  gpu::PinnedLease host_scratch_;  // the middle's, of host_scratch_bytes_
+  uint64_t host_scratch_bytes_ = 0;
   DataType dtype_ = DataType::kFloat32;
   RedOp redop_ = RedOp::kSum;
 };

@@ -8,7 +8,7 @@
 
 namespace baton {
 
-Status ResolveRegion(const Region& r, const std::vector<RankBuffers>& buffers, std::vector<uint8_t>* scratch,
+Status ResolveRegion(const Region& r, const std::vector<RankBuffers>& buffers, const ScratchView* scratch,
                      uint8_t** out) {
   uint8_t* base = nullptr;
   uint64_t size = 0;
@@ -17,8 +17,8 @@ Status ResolveRegion(const Region& r, const std::vector<RankBuffers>& buffers, s
       *out = nullptr;
       return Status::Ok();
     }
-    base = scratch->data();
-    size = scratch->size();
+    base = scratch->data;
+    size = scratch->size;
   } else {
     if (r.rank < 0 || static_cast<size_t>(r.rank) >= buffers.size()) {
       return Status::Internal("schedule names rank " + std::to_string(r.rank) + " outside the communicator");
@@ -41,10 +41,19 @@ Status ResolveRegion(const Region& r, const std::vector<RankBuffers>& buffers, s
 }
 
 Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx) {
-  if (ctx.scratch->size() < schedule.scratch_bytes) ctx.scratch->resize(schedule.scratch_bytes);
+  ScratchView scratch = ctx.fixed_scratch;
+  if (scratch.data == nullptr) {
+    if (ctx.scratch->size() < schedule.scratch_bytes) ctx.scratch->resize(schedule.scratch_bytes);
+    scratch = {ctx.scratch->data(), ctx.scratch->size()};
+  } else if (scratch.size < schedule.scratch_bytes) {
+    return Status::Internal("a schedule needing " + std::to_string(schedule.scratch_bytes) +
+                            " bytes of scratch given " + std::to_string(scratch.size));
+  }
   const OpSignature& sig = ctx.stamp.sig;
   const uint64_t esize = DataTypeSize(sig.dtype);
-  auto resolve = [&ctx](const Region& r, uint8_t** out) { return ResolveRegion(r, *ctx.buffers, ctx.scratch, out); };
+  auto resolve = [&ctx, &scratch](const Region& r, uint8_t** out) {
+    return ResolveRegion(r, *ctx.buffers, &scratch, out);
+  };
   const ReduceFn reduce = [&sig, esize](uint8_t* dst, const uint8_t* a, const uint8_t* incoming, uint64_t bytes) {
     CombineInto(sig.dtype, sig.redop, dst, a, incoming, bytes / esize);
   };

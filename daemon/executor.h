@@ -32,6 +32,12 @@ class PhaseObserver {
   virtual Status AfterPhase(size_t phase) = 0;
 };
 
+// A scratch space of fixed size (memory someone else owns).
+struct ScratchView {
+  uint8_t* data = nullptr;
+  uint64_t size = 0;
+};
+
 struct ExecutionContext {
   const std::vector<RankBuffers>* buffers = nullptr;  // indexed by global rank; only local ranks are filled
   std::vector<uint8_t>* scratch = nullptr;             // grown to the schedule's needs
@@ -40,6 +46,10 @@ struct ExecutionContext {
   std::chrono::steady_clock::time_point deadline;
   WorkerPool* pool = nullptr;                          // helpers for large local steps (optional)
   PhaseObserver* observer = nullptr;                   // optional
+  // When set, the scratch space instead of `scratch` (at least the
+  // schedule's scratch_bytes): pinned memory the staging pipeline copies
+  // into and out of (daemon/device_ends.h).
+  ScratchView fixed_scratch;
 };
 
 Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx);
@@ -49,7 +59,7 @@ Status ExecuteSchedule(const Schedule& schedule, const ExecutionContext& ctx);
 // a region outside its buffer: regions come from our own planner, but a
 // bounds check turns a planner bug into an error instead of memory
 // corruption.
-Status ResolveRegion(const Region& r, const std::vector<RankBuffers>& buffers, std::vector<uint8_t>* scratch,
+Status ResolveRegion(const Region& r, const std::vector<RankBuffers>& buffers, const ScratchView* scratch,
                      uint8_t** out);
 
 }  // namespace baton

@@ -12,7 +12,7 @@ void StagingPipeline::UseDevice(int device) {
 }
 
 Status StagingPipeline::Start(const Schedule& schedule, const std::vector<RankBuffers>& buffers,
-                              std::vector<StagedSpan> spans, std::vector<uint8_t>* scratch) {
+                              std::vector<StagedSpan> spans, const ScratchView* scratch) {
   if (!spans_.empty()) return Status::Internal("a staging pipeline started twice");
   spans_ = std::move(spans);
   BATON_RETURN_IF_ERROR(PlanStaging(schedule, buffers, spans_, &plan_, scratch));

@@ -29,7 +29,7 @@ class StagingPipeline : public PhaseObserver {
   // Plans `schedule` on `buffers` and `scratch` (host memory; PlanStaging)
   // for `spans` and queues the copies in. At most once per pipeline.
   Status Start(const Schedule& schedule, const std::vector<RankBuffers>& buffers, std::vector<StagedSpan> spans,
-               std::vector<uint8_t>* scratch = nullptr);
+               const ScratchView* scratch = nullptr);
   Status BeforePhase(size_t phase) override;
   Status AfterPhase(size_t phase) override;
   // Waits for every copy queued; the first error of any of them.

@@ -15,7 +15,7 @@ struct Touch {
   bool write = false;
 };
 
-Status CollectTouches(const Schedule& schedule, const std::vector<RankBuffers>& buffers, std::vector<uint8_t>* scratch,
+Status CollectTouches(const Schedule& schedule, const std::vector<RankBuffers>& buffers, const ScratchView* scratch,
                       std::vector<Touch>* out) {
   for (size_t p = 0; p < schedule.phases.size(); ++p) {
     for (const Step& s : schedule.phases[p].steps) {
@@ -61,7 +61,7 @@ void Append(std::vector<StagingCopy>& list, uint32_t span, uint64_t off, uint64_
 }  // namespace
 
 Status PlanStaging(const Schedule& schedule, const std::vector<RankBuffers>& buffers,
-                   const std::vector<StagedSpan>& spans, StagingPlan* out, std::vector<uint8_t>* scratch) {
+                   const std::vector<StagedSpan>& spans, StagingPlan* out, const ScratchView* scratch) {
   const size_t phases = schedule.phases.size();
   out->in_before.assign(phases, {});
   out->out_after.assign(phases, {});

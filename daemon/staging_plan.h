@@ -59,7 +59,7 @@ struct StagingPlan {
 // span lies in scratch, whose touches are then not looked at). Regions
 // outside their buffers are an Internal error, as in ExecuteSchedule.
 Status PlanStaging(const Schedule& schedule, const std::vector<RankBuffers>& buffers,
-                   const std::vector<StagedSpan>& spans, StagingPlan* out, std::vector<uint8_t>* scratch = nullptr);
+                   const std::vector<StagedSpan>& spans, StagingPlan* out, const ScratchView* scratch = nullptr);
 
 // Across nodes with the local ends on the GPUs (daemon/device_ends.h), the
 // head of the split schedule wrote some of the receive buffers on the

@@ -68,7 +68,10 @@ PhaseHooks CopyingHooks(const std::vector<RankBuffers>& buffers, const std::vect
   hooks.before = [&, scratch](int node, const Schedule& schedule, size_t phase) -> Status {
     if (phase == 0) {
       std::vector<uint8_t>* node_scratch = scratch != nullptr ? (*scratch)[node] : nullptr;
-      BATON_RETURN_IF_ERROR(PlanStaging(schedule, buffers, spans[node], &plans[node], node_scratch));
+      const ScratchView view = node_scratch != nullptr ? ScratchView{node_scratch->data(), node_scratch->size()}
+                                                       : ScratchView{};
+      BATON_RETURN_IF_ERROR(
+          PlanStaging(schedule, buffers, spans[node], &plans[node], node_scratch != nullptr ? &view : nullptr));
       const StagingPlan& p = plans[node];
       if (p.in_before.size() != schedule.phases.size() || p.out_after.size() != schedule.phases.size()) {
         return Status::Internal("a plan with a different number of phases than its schedule");
