@@ -10,19 +10,12 @@ bool HasNetworkStep(const Phase& p) {
   return std::any_of(p.steps.begin(), p.steps.end(), [](const Step& s) { return s.IsNetwork(); });
 }
 
-// What a step reads (src) and writes (dst), as in the executor.
-bool ReadsSrc(const Step& s) {
-  return s.kind == StepKind::kCopy || s.kind == StepKind::kReduce || s.kind == StepKind::kSend ||
-         (s.kind == StepKind::kRecvReduce && s.src.bytes > 0);
-}
-bool WritesDst(const Step& s) { return s.kind != StepKind::kSend; }
-
 // How many ranks' send buffers `schedule` reads.
 size_t SendBuffersRead(const Schedule& schedule) {
   std::vector<int> ranks;
   for (const Phase& p : schedule.phases) {
     for (const Step& s : p.steps) {
-      if (ReadsSrc(s) && s.src.bytes > 0 && s.src.buf == BufKind::kSend &&
+      if (s.ReadsSrc() && s.src.bytes > 0 && s.src.buf == BufKind::kSend &&
           std::find(ranks.begin(), ranks.end(), s.src.rank) == ranks.end()) {
         ranks.push_back(s.src.rank);
       }
@@ -72,8 +65,8 @@ uint64_t ScratchExtent(const Schedule& schedule) {
   uint64_t end = 0;
   for (const Phase& p : schedule.phases) {
     for (const Step& s : p.steps) {
-      if (ReadsSrc(s) && s.src.bytes > 0 && s.src.buf == BufKind::kScratch) end = std::max(end, s.src.offset + s.src.bytes);
-      if (WritesDst(s) && s.dst.bytes > 0 && s.dst.buf == BufKind::kScratch) end = std::max(end, s.dst.offset + s.dst.bytes);
+      if (s.ReadsSrc() && s.src.bytes > 0 && s.src.buf == BufKind::kScratch) end = std::max(end, s.src.offset + s.src.bytes);
+      if (s.WritesDst() && s.dst.bytes > 0 && s.dst.buf == BufKind::kScratch) end = std::max(end, s.dst.offset + s.dst.bytes);
     }
   }
   return end;
@@ -85,7 +78,7 @@ bool TouchesBuffer(const Schedule& schedule, BufKind buf, int rank) {
   auto names = [&](const Region& r) { return r.bytes > 0 && r.buf == buf && r.rank == rank; };
   for (const Phase& p : schedule.phases) {
     for (const Step& s : p.steps) {
-      if ((ReadsSrc(s) && names(s.src)) || (WritesDst(s) && names(s.dst))) return true;
+      if ((s.ReadsSrc() && names(s.src)) || (s.WritesDst() && names(s.dst))) return true;
     }
   }
   return false;
@@ -94,7 +87,7 @@ bool TouchesBuffer(const Schedule& schedule, BufKind buf, int rank) {
 bool WritesSendBuffer(const Schedule& schedule) {
   for (const Phase& p : schedule.phases) {
     for (const Step& s : p.steps) {
-      if (WritesDst(s) && s.dst.bytes > 0 && s.dst.buf == BufKind::kSend) return true;
+      if (s.WritesDst() && s.dst.bytes > 0 && s.dst.buf == BufKind::kSend) return true;
     }
   }
   return false;

@@ -56,6 +56,13 @@ struct Step {
   uint64_t divisor = 0;   // for kDivide
 
   bool IsNetwork() const { return kind == StepKind::kSend || kind == StepKind::kRecv || kind == StepKind::kRecvReduce; }
+  // Whether the step reads `src` and writes `dst`, as the executor runs it
+  // (a fold or a division also reads its destination).
+  bool ReadsSrc() const {
+    return kind == StepKind::kCopy || kind == StepKind::kReduce || kind == StepKind::kSend ||
+           (kind == StepKind::kRecvReduce && src.bytes > 0);
+  }
+  bool WritesDst() const { return kind != StepKind::kSend; }
 };
 
 struct Phase {

@@ -19,11 +19,9 @@ Status CollectTouches(const Schedule& schedule, const std::vector<RankBuffers>& 
                       std::vector<Touch>* out) {
   for (size_t p = 0; p < schedule.phases.size(); ++p) {
     for (const Step& s : schedule.phases[p].steps) {
-      // What each kind reads (src) and writes (dst); a fold's read of its
-      // destination is covered by the write.
-      const bool reads_src = s.kind == StepKind::kCopy || s.kind == StepKind::kReduce || s.kind == StepKind::kSend ||
-                             (s.kind == StepKind::kRecvReduce && s.src.bytes > 0);
-      const bool writes_dst = s.kind != StepKind::kSend;
+      // A fold's read of its destination is covered by the write.
+      const bool reads_src = s.ReadsSrc();
+      const bool writes_dst = s.WritesDst();
       // Without `scratch`, scratch regions resolve to null: never staged.
       uint8_t* p_src = nullptr;
       uint8_t* p_dst = nullptr;
@@ -165,9 +163,8 @@ Status AppendScratchSpans(const Schedule& head, const Schedule& tail, const Scra
         // The head: what it writes. The tail: what it reads (a fold or a
         // division reads its destination too; a byte the tail writes
         // before reading it comes back needlessly, never wrongly).
-        const bool reads_src = s.kind == StepKind::kCopy || s.kind == StepKind::kReduce;
         for (const Region* r : {&s.src, &s.dst}) {
-          if (r == &s.src && (writes || !reads_src)) continue;
+          if (r == &s.src && (writes || !s.ReadsSrc())) continue;
           if (r->buf != BufKind::kScratch || r->bytes == 0) continue;
           if (r->offset > scratch.bytes || r->bytes > scratch.bytes - r->offset) {
             return Status::Internal("an end of a split schedule touches scratch outside its " +
