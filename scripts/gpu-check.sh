@@ -7,8 +7,9 @@
 # (across nodes the ratio is the cost of staging, pipelined with the phases;
 # on 2x2 the local ends run on the GPUs), and on 1x2
 # with the GPU path off, --gpu-collectives off, for the cost of staging, and
-# 1x4 with the AllReduce spread over the ranks, --gpu-allreduce spread);
-# then the PyTorch backend's CUDA tensors (scripts/gpu-torch-check.sh).
+# 1x4 with the AllReduce spread over the ranks, --gpu-allreduce spread;
+# and FSDP's two collectives, ReduceScatter on 1x4 and 2x2 and AllGather on
+# 2x2, device vs host buffers the same way); then the PyTorch backend's CUDA tensors (scripts/gpu-torch-check.sh).
 # Everything it prints is also written under OUTDIR (default gpu-results/).
 #   scripts/gpu-check.sh [OUTDIR]
 #       installs the dependencies and builds with -DBATON_CUDA=ON first
@@ -55,8 +56,10 @@ status=0
 # matter more (the tests before the benchmarks). With under 15 s left it
 # says the part is skipped and returns 1. It runs in this shell (not in a
 # pipeline's subshell) so that the count holds.
-# The AllReduce configurations: nodes, ranks per node, and a variant.
-configs=("1 2" "1 4" "2 1" "2 2" "4 1" "1 2 off" "1 4 spread")
+# The benchmark's configurations: nodes, ranks per node, a variant (- for
+# none) and the collective (AllReduce when not named).
+configs=("1 2" "1 4" "2 1" "2 2" "4 1" "1 2 off" "1 4 spread" "1 4 - reducescatter" "2 2 - reducescatter"
+         "2 2 - allgather")
 parts_left=$((3 + ${#configs[@]}))  # kernels, GPU tests, the configurations, PyTorch
 kReserve=20
 part_limit=0
@@ -132,16 +135,22 @@ if [[ -e $out/gpu-tests.txt ]] && grep -q "$skipped" "$out/gpu-tests.txt"; then
 fi
 for cfg in "${configs[@]}"; do
   set -- $cfg
+  coll=${4:-allreduce}
+  variant=${3:-}
+  [[ $variant == - ]] && variant=
   daemon_args=()
   note=
-  case ${3:-} in
+  case $variant in
     off) daemon_args=(--daemon-arg --gpu-collectives --daemon-arg off) note=", --gpu-collectives off (staged through host memory)" ;;
     spread) daemon_args=(--daemon-arg --gpu-allreduce --daemon-arg spread) note=", --gpu-allreduce spread" ;;
   esac
-  part_time 120 "AllReduce ${1}x${2}${3:+ $3}" || continue
-  echo "# ${1} node(s) x ${2} rank(s)$note" | tee -a "$out/allreduce.txt"
+  # AllReduce every power of two; the others every fourth, to fit the budget.
+  sizes=(-b 8 -e 256M -n 10)
+  [[ $coll == allreduce ]] || sizes=(-b 1K -e 256M -f 4 -n 10)
+  part_time 120 "$coll ${1}x${2}${variant:+ $variant}" || continue
+  echo "# ${1} node(s) x ${2} rank(s)$note" | tee -a "$out/$coll.txt"
   limit "$bin/baton-run" --nodes "$1" --ranks-per-node "$2" "${daemon_args[@]}" -- \
-    "$bin/baton-gpu-bench" allreduce -b 8 -e 256M -n 10 2>&1 | tee -a "$out/allreduce.txt" || status=1
+    "$bin/baton-gpu-bench" "$coll" "${sizes[@]}" 2>&1 | tee -a "$out/$coll.txt" || status=1
 done
 # Last, the PyTorch backend's CUDA tensors, built against this machine's
 # torch (a skip, status 77, says what is missing and fails nothing).

@@ -40,20 +40,4 @@ CallArguments PlaceArguments(const OpSignature& sig, int rank, bool in_place, ui
   return a;
 }
 
-baton_result_t CallCollective(const OpSignature& s, const void* send, void* recv, baton_comm_t comm) {
-  const auto t = static_cast<baton_datatype_t>(s.dtype);
-  const auto op = static_cast<baton_redop_t>(s.redop);
-  switch (s.collective) {
-    case Collective::kAllReduce: return baton_allreduce(send, recv, s.count, t, op, comm, nullptr);
-    case Collective::kBroadcast: return baton_broadcast(send, recv, s.count, t, s.root, comm, nullptr);
-    case Collective::kReduce: return baton_reduce(send, recv, s.count, t, op, s.root, comm, nullptr);
-    case Collective::kAllGather: return baton_allgather(send, recv, s.count, t, comm, nullptr);
-    case Collective::kReduceScatter: return baton_reducescatter(send, recv, s.count, t, op, comm, nullptr);
-    case Collective::kScatter: return baton_scatter(send, recv, s.count, t, s.root, comm, nullptr);
-    case Collective::kGather: return baton_gather(send, recv, s.count, t, s.root, comm, nullptr);
-    case Collective::kAllToAll: return baton_alltoall(send, recv, s.count, t, comm, nullptr);
-    default: return baton_internal_error;
-  }
-}
-
 }  // namespace baton::test

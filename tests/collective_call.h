@@ -9,6 +9,7 @@
 #include "baton/baton.h"
 #include "collectives/reference.h"
 #include "common/types.h"
+#include "tools/bench_support/call.h"
 
 namespace baton::test {
 
@@ -38,6 +39,7 @@ struct CallArguments {
 CallArguments PlaceArguments(const OpSignature& sig, int rank, bool in_place, uint8_t* send, uint8_t* recv,
                              uint64_t send_bytes, uint64_t recv_bytes);
 
-baton_result_t CallCollective(const OpSignature& sig, const void* send, void* recv, baton_comm_t comm);
+// The call itself: bench::CallCollective (tools/bench_support/call.h).
+using bench::CallCollective;
 
 }  // namespace baton::test

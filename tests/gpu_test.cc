@@ -162,23 +162,6 @@ TEST(GpuKernels, DivideMatchesTheHostKernelForEveryType) {
   }
 }
 
-baton_result_t CallStream(const OpSignature& s, const void* send, void* recv, baton_comm_t comm,
-                          cudaStream_t stream) {
-  const auto t = static_cast<baton_datatype_t>(s.dtype);
-  const auto op = static_cast<baton_redop_t>(s.redop);
-  switch (s.collective) {
-    case Collective::kAllReduce: return baton_allreduce_stream(send, recv, s.count, t, op, comm, stream);
-    case Collective::kBroadcast: return baton_broadcast_stream(send, recv, s.count, t, s.root, comm, stream);
-    case Collective::kReduce: return baton_reduce_stream(send, recv, s.count, t, op, s.root, comm, stream);
-    case Collective::kAllGather: return baton_allgather_stream(send, recv, s.count, t, comm, stream);
-    case Collective::kReduceScatter: return baton_reducescatter_stream(send, recv, s.count, t, op, comm, stream);
-    case Collective::kScatter: return baton_scatter_stream(send, recv, s.count, t, s.root, comm, stream);
-    case Collective::kGather: return baton_gather_stream(send, recv, s.count, t, s.root, comm, stream);
-    case Collective::kAllToAll: return baton_alltoall_stream(send, recv, s.count, t, comm, stream);
-    default: return baton_internal_error;
-  }
-}
-
 std::vector<OpSignature> Matrix(int world) {
   std::vector<OpSignature> out;
   for (Collective c : {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce, Collective::kAllGather,
@@ -291,7 +274,7 @@ TEST_P(GpuCollectives, MatchReferenceElementByElement) {
             std::memcpy(args.input, sends[rank].data(), send_bytes);
           }
         }
-        baton_result_t rc = mc.on_stream ? CallStream(sig, args.send, args.recv, comm, stream)
+        baton_result_t rc = mc.on_stream ? bench::CallCollectiveOnStream(sig, args.send, args.recv, comm, stream)
                                          : CallCollective(sig, args.send, args.recv, comm);
         if (rc != baton_success) {
           fail(sig.ToString() + " rank " + std::to_string(rank) + ": " + baton_get_last_error(comm));

@@ -23,6 +23,8 @@
 #include "collectives/reference.h"
 #include "common/byte_size.h"
 #include "common/types.h"
+#include "tools/bench_support/call.h"
+#include "tools/bench_support/sizes.h"
 
 namespace {
 
@@ -121,29 +123,12 @@ int main(int argc, char** argv) {
   if (root < 0 || root >= world) root = 0;
   const uint64_t es = baton::DataTypeSize(dtype);
   const auto bt = static_cast<baton_datatype_t>(dtype);
-  const auto bop = static_cast<baton_redop_t>(op);
-  const uint64_t n = static_cast<uint64_t>(world);
 
-  // Per collective: elements per "count", the size nccl-tests reports, and the busbw factor.
-  auto count_for = [&](uint64_t size) -> uint64_t {
-    switch (coll) {
-      case Collective::kAllGather: case Collective::kReduceScatter: case Collective::kAllToAll:
-      case Collective::kGather: case Collective::kScatter:
-        return size / es / n;
-      default:
-        return size / es;
-    }
-  };
-  double bus_factor = 1;
-  switch (coll) {
-    case Collective::kAllReduce: bus_factor = 2.0 * (world - 1) / world; break;
-    case Collective::kAllGather: case Collective::kReduceScatter: case Collective::kAllToAll:
-    case Collective::kGather: case Collective::kScatter: bus_factor = double(world - 1) / world; break;
-    default: bus_factor = 1;
-  }
+  auto count_for = [&](uint64_t size) { return baton::bench::CountForSize(coll, size, es, world); };
+  const double bus_factor = baton::bench::BusBandwidthFactor(coll, world);
   // Buffers: the largest vector any rank needs.
   const uint64_t max_count = count_for(max_bytes) ? count_for(max_bytes) : 1;
-  const uint64_t buf_bytes = std::max<uint64_t>(max_count * es * n, 64);
+  const uint64_t buf_bytes = std::max<uint64_t>(max_count * es * static_cast<uint64_t>(world), 64);
   void* sbuf = nullptr;
   void* rbuf = nullptr;
   if (baton_mem_alloc(&sbuf, buf_bytes) != baton_success || baton_mem_alloc(&rbuf, buf_bytes) != baton_success) {
@@ -152,24 +137,16 @@ int main(int argc, char** argv) {
   std::memset(sbuf, 0, buf_bytes);
 
   auto run_once = [&](uint64_t count) -> baton_result_t {
-    switch (coll) {
-      case Collective::kAllReduce: return baton_allreduce(sbuf, rbuf, count, bt, bop, comm, nullptr);
-      case Collective::kBroadcast: return baton_broadcast(sbuf, rbuf, count, bt, root, comm, nullptr);
-      case Collective::kReduce: return baton_reduce(sbuf, rbuf, count, bt, bop, root, comm, nullptr);
-      case Collective::kAllGather: return baton_allgather(sbuf, rbuf, count, bt, comm, nullptr);
-      case Collective::kReduceScatter: return baton_reducescatter(sbuf, rbuf, count, bt, bop, comm, nullptr);
-      case Collective::kScatter: return baton_scatter(sbuf, rbuf, count, bt, root, comm, nullptr);
-      case Collective::kGather: return baton_gather(sbuf, rbuf, count, bt, root, comm, nullptr);
-      case Collective::kAllToAll: return baton_alltoall(sbuf, rbuf, count, bt, comm, nullptr);
-      default: {  // sendrecv: a ring of sends, like nccl-tests' sendrecv
-        baton_group_start();
-        baton_send(sbuf, count, bt, (rank + 1) % world, comm, nullptr);
-        baton_recv(rbuf, count, bt, (rank - 1 + world) % world, comm, nullptr);
-        return baton_group_end();
-      }
+    if (!sendrecv) {
+      const OpSignature sig{coll, dtype, op, baton::HasRoot(coll) ? root : -1, count};
+      return baton::bench::CallCollective(sig, sbuf, rbuf, comm);
     }
+    // sendrecv: a ring of sends, like nccl-tests' sendrecv
+    baton_group_start();
+    baton_send(sbuf, count, bt, (rank + 1) % world, comm, nullptr);
+    baton_recv(rbuf, count, bt, (rank - 1 + world) % world, comm, nullptr);
+    return baton_group_end();
   };
-
   // Checks one run on pattern data against the reference; returns wrong elements.
   auto check_once = [&](uint64_t count) -> uint64_t {
     namespace ref = baton::reference;
@@ -206,11 +183,7 @@ int main(int argc, char** argv) {
   double bus_sum = 0;
   for (double s = static_cast<double>(min_bytes); s <= static_cast<double>(max_bytes); s *= factor) {
     const uint64_t count = count_for(static_cast<uint64_t>(s));
-    const uint64_t size = (coll == Collective::kAllGather || coll == Collective::kReduceScatter ||
-                           coll == Collective::kAllToAll || coll == Collective::kGather ||
-                           coll == Collective::kScatter)
-                              ? count * es * n
-                              : count * es;
+    const uint64_t size = baton::bench::SizeOfCount(coll, count, es, world);
     for (int w = 0; w < warmup; ++w) {
       if (run_once(count) != baton_success) Die(coll_name.c_str(), comm);
     }
