@@ -5,29 +5,10 @@
 #include <utility>
 
 #include "collectives/schedule_builder.h"
+#include "collectives/spread_chunks.h"
 
 namespace baton {
 namespace {
-
-// The vector cut into one chunk per local rank, on kSpreadChunkAlignBytes
-// boundaries; the chunks at the end of a short vector are empty (the
-// builder drops their steps).
-class SpreadChunks {
- public:
-  SpreadChunks(const OpSignature& sig, uint64_t n) : bytes_(sig.count * DataTypeSize(sig.dtype)) {
-    chunk_ = (bytes_ + n - 1) / n;
-    chunk_ = (chunk_ + kSpreadChunkAlignBytes - 1) / kSpreadChunkAlignBytes * kSpreadChunkAlignBytes;
-  }
-  // Chunk k's (offset, bytes).
-  std::pair<uint64_t, uint64_t> span(uint64_t k) const {
-    const uint64_t off = std::min(bytes_, k * chunk_);
-    return {off, std::min(chunk_, bytes_ - off)};
-  }
-
- private:
-  uint64_t bytes_;
-  uint64_t chunk_ = 0;
-};
 
 // Folds chunk k of every rank's input into its owner's (ranks[k]) receive
 // buffer, starting from the owner's own input; returns that region.
@@ -96,7 +77,7 @@ Status BuildSpreadAllReduce(const OpSignature& sig, const std::vector<int>& rank
     return Status::InvalidArgument("the spread AllReduce runs on one node holding every rank (" +
                                    std::to_string(ranks.size()) + " local of " + std::to_string(world) + ")");
   }
-  const SpreadChunks chunks(sig, ranks.size());
+  const SpreadChunks chunks(sig.count * DataTypeSize(sig.dtype), ranks.size());
   ScheduleBuilder b(out);
   // Every chunk's fold, each in its owner's receive buffer.
   for (uint64_t k = 0; k < ranks.size(); ++k) {
@@ -134,7 +115,7 @@ bool SpreadAllReduceEnds(const OpSignature& sig, const std::vector<int>& local, 
   }
   if (!SameSteps(split->head, gathered_head) || !SameSteps(split->tail, gathered_tail)) return false;
 
-  const SpreadChunks chunks(sig, local.size());
+  const SpreadChunks chunks(bytes, local.size());
   Schedule head, tail;
   {
     ScheduleBuilder b(&head);

@@ -41,10 +41,6 @@ enum class GpuAllReduceShape { kAuto, kGathered, kSpread };
 const char* GpuAllReduceShapeName(GpuAllReduceShape s);
 bool ParseGpuAllReduceShape(const std::string& name, GpuAllReduceShape* out);
 
-// Chunk boundaries fall on multiples of this many bytes: a multiple of every
-// element size, and of the 16 bytes a vectorised kernel loads at once.
-inline constexpr uint64_t kSpreadChunkAlignBytes = 256;
-
 // The schedule above for `sig` (an AllReduce) over `ranks`, the node's local
 // ranks in rank order, of a communicator of `world` ranks on that one node.
 Status BuildSpreadAllReduce(const OpSignature& sig, const std::vector<int>& ranks, int world, Schedule* out);

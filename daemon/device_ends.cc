@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectives/spread_copy_out.h"
 #include "common/logging.h"
 #include "daemon/device_execution.h"
 #include "gpu/step_runner.h"
@@ -21,13 +22,15 @@ Status DeviceEnds::RunHead(const Schedule& schedule, const std::vector<LocalOp>&
     return Status::Ok();
   }
   // Ranks on several GPUs: an AllReduce's ends spread over them, as within
-  // a node (device_execution.cc); on one GPU the gathered ends need fewer
-  // launches.
+  // a node (device_execution.cc), and so does any other copy-out of one
+  // vector to every rank (an AllGather's, a Broadcast's); on one GPU the
+  // gathered ends need fewer launches.
   if (shape == GpuAllReduceShape::kSpread || (shape == GpuAllReduceShape::kAuto && devices_.size() > 1)) {
     local_ranks_.clear();
     for (const LocalOp& op : ops) local_ranks_.push_back(op.rank);
     std::sort(local_ranks_.begin(), local_ranks_.end());
-    SpreadAllReduceEnds(sig, local_ranks_, world, &split_);  // false: not an AllReduce; its ends stay gathered
+    // False, false: another collective's ends; they stay as they are.
+    if (!SpreadAllReduceEnds(sig, local_ranks_, world, &split_)) SpreadCopyOut(local_ranks_, &split_.tail);
   }
   // Ends that use the scratch space (a ReduceScatter's work vector) get
   // scratch of their own on a GPU every local one reaches, staged to and

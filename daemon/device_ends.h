@@ -28,7 +28,10 @@
 // host path's, bit for bit. Except that on several GPUs an AllReduce's ends
 // are spread over them (collectives/spread_allreduce.h: the head's fold cut
 // into one chunk per GPU instead of all on the leader's), with the spread
-// AllReduce's rounding.
+// AllReduce's rounding; and another collective's copy-out of one vector to
+// every rank (an AllGather's, a Broadcast's) is spread too
+// (collectives/spread_copy_out.h: the leader's GPU sends the vector out
+// once, the others pass its chunks on), which changes no byte.
 //
 // Conditions, else step 1 leaves everything to staging:
 //   * every local rank's non-empty buffers are GPU memory, not staged yet,

@@ -5,6 +5,7 @@
 
 #include "collectives/device_steps.h"
 #include "collectives/spread_allreduce.h"
+#include "collectives/spread_copy_out.h"
 #include "common/logging.h"
 #include "gpu/step_runner.h"
 
@@ -67,18 +68,22 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
   std::vector<int> devices;
   if (!LocalRanksOnDevices(ops, world, &buffers, &devices)) return Status::Ok();
   // Ranks on several GPUs: an AllReduce spreads its reduction over them
-  // (spread_allreduce.h); on one GPU the host's shape needs fewer launches.
-  // Training repeats the same AllReduce: the last spread schedule is kept.
+  // (spread_allreduce.h), a Broadcast its copies (spread_copy_out.h); on
+  // one GPU the host's shape needs fewer launches. Training repeats the
+  // same AllReduce: the last spread one is kept. A copy-out is rewritten
+  // from the schedule itself (which in-place ranks shape), call by call.
   const Schedule* run = &schedule;
-  thread_local Schedule spread;
+  thread_local Schedule spread, spread_copy_out;
   thread_local std::optional<OpSignature> spread_sig;
   thread_local std::vector<int> ranks, spread_ranks;
   const bool spread_it =
       shape == GpuAllReduceShape::kSpread || (shape == GpuAllReduceShape::kAuto && devices.size() > 1);
-  if (spread_it && ops[0].sig.collective == Collective::kAllReduce) {
+  if (spread_it) {
     ranks.clear();
     for (const LocalOp& op : ops) ranks.push_back(op.rank);
     std::sort(ranks.begin(), ranks.end());
+  }
+  if (spread_it && ops[0].sig.collective == Collective::kAllReduce) {
     if (!spread_sig || !(*spread_sig == ops[0].sig) || spread_ranks != ranks) {
       spread_sig.reset();
       BATON_RETURN_IF_ERROR(BuildSpreadAllReduce(ops[0].sig, ranks, world, &spread));
@@ -86,6 +91,9 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
       spread_ranks = ranks;
     }
     run = &spread;
+  } else if (spread_it) {
+    spread_copy_out = schedule;
+    if (SpreadCopyOut(ranks, &spread_copy_out)) run = &spread_copy_out;
   }
   DeviceMemory memory{&buffers, nullptr, 0, devices.front()};
   if (run->scratch_bytes > 0) {

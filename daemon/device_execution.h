@@ -47,8 +47,9 @@ bool LocalRanksOnDevices(const std::vector<LocalOp>& ops, int world, std::vector
 // Runs `schedule` (one node's, for `ops`, the local ranks' parts, of a
 // communicator of `world` ranks) on the GPUs if the conditions above hold,
 // and returns its status with *ran = the schedule that ran: `schedule`, or
-// for an AllReduce the spread one when `shape` asks for it
-// (collectives/spread_allreduce.h; valid until this thread's next call).
+// when `shape` asks for it the spread one of an AllReduce
+// (collectives/spread_allreduce.h) or of a copy-out such as a Broadcast's
+// (collectives/spread_copy_out.h), valid until this thread's next call.
 // Otherwise returns OK with *ran = null and touches nothing.
 Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, GpuAllReduceShape shape,
                     const Schedule** ran);

@@ -74,7 +74,9 @@ options:
                          its local steps across nodes): spread, each rank's GPU
                          reducing its share of the vector, or gathered, every
                          reduction on the first rank's GPU (default auto: spread
-                         when the ranks are on more than one GPU)
+                         when the ranks are on more than one GPU); the same
+                         for the copies of a Broadcast, and across nodes of an
+                         AllGather's or Broadcast's copy-out to every rank
   --device-sharing any|fd-only
                          GPU memory clients may register: any (default), or
                          fd-only: only allocations passed as file descriptors

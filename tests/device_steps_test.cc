@@ -14,6 +14,7 @@
 
 #include "collectives/reference.h"
 #include "collectives/spread_allreduce.h"
+#include "collectives/spread_copy_out.h"
 #include "tests/gpu_orders.h"
 #include "tests/schedule_simulator.h"
 
@@ -43,7 +44,8 @@ std::vector<int> AllRanks(int world) {
 }
 
 // Plans `sig` on one node of dc.ranks ranks (BuildSchedule's shape, or with
-// `spread` the spread AllReduce's), checks the ordering property, runs the
+// `spread` the spread AllReduce's or the spread copy-out of a Broadcast's),
+// checks the ordering property, runs the
 // plan in three orders and checks every rank's result.
 void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place, bool spread = false) {
   const NodeLayout layout = NodeLayout::Blocked({dc.ranks});
@@ -54,10 +56,13 @@ void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place
     in.in_place_ranks = probe.in_place_ranks;
   }
   Schedule schedule;
-  if (spread) {
+  if (spread && sig.collective == Collective::kAllReduce) {
     ASSERT_TRUE(BuildSpreadAllReduce(sig, AllRanks(world), world, &schedule).ok());
   } else {
     ASSERT_TRUE(BuildSchedule(in, &schedule).ok());
+  }
+  if (spread && sig.collective != Collective::kAllReduce) {
+    ASSERT_TRUE(SpreadCopyOut(AllRanks(world), &schedule)) << sig.ToString();
   }
   // Three runs, each from fresh buffers: GPU order as queued, last GPU
   // first, and alternating.
@@ -102,8 +107,10 @@ TEST_P(DeviceStepsMatrix, AnyOrderTheGpusMayChooseGivesTheReference) {
           const OpSignature sig{coll, t, o, HasRoot(coll) ? dc.ranks - 1 : -1, count};
           PlanRunAndCheck(dc, sig, in_place);
           if (HasFailure()) return;
-          // What the daemon runs for an AllReduce over several GPUs.
-          if (coll == Collective::kAllReduce && dc.ranks_per_gpu < dc.ranks) {
+          // What the daemon runs for an AllReduce over several GPUs, and
+          // for a Broadcast over three or more.
+          if ((coll == Collective::kAllReduce || (coll == Collective::kBroadcast && dc.ranks > 2)) &&
+              dc.ranks_per_gpu < dc.ranks) {
             PlanRunAndCheck(dc, sig, in_place, /*spread=*/true);
             if (HasFailure()) return;
           }

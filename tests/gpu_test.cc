@@ -202,8 +202,9 @@ const MatrixCase kCases[] = {
     // four ranks give schedules of many steps.
     {"1node_x4_device_stream", 1, {0, 0, 0, 0},
      {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice}, true},
-    // The AllReduce spread over the ranks (spread_allreduce.h), which the
-    // daemon picks for ranks on several GPUs, forced on this one.
+    // The AllReduce spread over the ranks (spread_allreduce.h), and the
+    // Broadcast's copies (spread_copy_out.h), which the daemon picks for
+    // ranks on several GPUs, forced on this one.
     {"1node_x4_device_stream_spread", 1, {0, 0, 0, 0},
      {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice}, true,
      {"--gpu-allreduce", "spread"}},
@@ -218,6 +219,12 @@ const MatrixCase kCases[] = {
     {"2nodes_x2_device_stream_spread", 2, {0, 0, 1, 1},
      {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice}, true,
      {"--gpu-allreduce", "spread"}},
+    // Three per node: an AllGather's and a Broadcast's copy-out spread too
+    // (spread_copy_out.h; two ranks per node leave nothing to spread).
+    {"2nodes_x3_device_stream_spread", 2, {0, 0, 0, 1, 1, 1},
+     {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice,
+      Placement::kDevice},
+     true, {"--gpu-allreduce", "spread"}},
     {"2nodes_x2_mixed", 2, {0, 0, 1, 1},
      {Placement::kDevice, Placement::kHost, Placement::kDeviceSendHostRecv, Placement::kDevice}, false},
 };

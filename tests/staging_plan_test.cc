@@ -17,6 +17,7 @@
 
 #include "collectives/network_split.h"
 #include "collectives/spread_allreduce.h"
+#include "collectives/spread_copy_out.h"
 #include "collectives/reference.h"
 #include "tests/gpu_orders.h"
 #include "tests/schedule_simulator.h"
@@ -165,9 +166,10 @@ void RunStagedAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorit
 // phase; buffers the middle never touches get no staging copy at all.
 // Other nodes stage everything, as before. `split_nodes` counts the
 // nodes that split.
-// How the device ends run: an AllReduce's spread over the local ranks' GPUs
-// (SpreadAllReduceEnds, each rank on a GPU of its own) or gathered (two
-// GPUs), in which of the orders GPUs may choose (tests/gpu_orders.h).
+// How the device ends run: spread over the local ranks' GPUs, each rank on
+// a GPU of its own (an AllReduce's by SpreadAllReduceEnds, another
+// collective's copy-out by SpreadCopyOut), or as built (two GPUs), in which
+// of the orders GPUs may choose (tests/gpu_orders.h).
 struct EndsRun {
   bool spread = false;
   int order = 0;
@@ -216,6 +218,11 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
       const bool spread = SpreadAllReduceEnds(sig, local_ranks, world, &splits[node]);
       EXPECT_EQ(spread, sig.collective == Collective::kAllReduce && local_ranks.size() > 1 && hierarchical)
           << sig.ToString() << " node " << node << ": " << (spread ? "spread" : "not spread");
+      // Then, as batond, any other copy-out of one vector to every rank.
+      const bool copy_out = !spread && SpreadCopyOut(local_ranks, &splits[node].tail);
+      if (sig.collective == Collective::kAllGather || sig.collective == Collective::kBroadcast) {
+        EXPECT_EQ(copy_out, local_ranks.size() > 2) << sig.ToString() << " node " << node;
+      }
     }
     DeviceMemory memory{&device, nullptr, 0, 0};
     const uint64_t scratch_bytes = std::max(splits[node].head.scratch_bytes, splits[node].tail.scratch_bytes);
@@ -307,7 +314,11 @@ TEST_P(StagingPlanMatrix, CopiesAroundThePhasesGiveTheReference) {
           if (HasFatalFailure()) return;
           for (int order = 0; order < kGpuOrders; ++order) {
             for (bool spread : {false, true}) {
-              if (spread && coll != Collective::kAllReduce) continue;
+              // The collectives whose ends spread (the others' are left as built).
+              if (spread && coll != Collective::kAllReduce && coll != Collective::kAllGather &&
+                  coll != Collective::kBroadcast) {
+                continue;
+              }
               RunDeviceEndsAndCheck(layout, sig, algo, in_place, nullptr, nullptr, {spread, order});
               if (HasFatalFailure()) return;
             }
