@@ -28,22 +28,41 @@ bool Conflict(const DeviceStep& earlier, const DeviceStep& later) {
          Overlap(Read(earlier), Written(later));
 }
 
-Status Resolve(const Region& r, const DeviceMemory& m, uint8_t** ptr, int* device) {
-  uint8_t* base = nullptr;
-  uint64_t size = 0;
-  if (r.buf == BufKind::kScratch) {
-    base = m.scratch;
-    size = m.scratch_bytes;
-    *device = m.scratch_device;
-  } else {
-    if (r.rank < 0 || static_cast<size_t>(r.rank) >= m.buffers->size()) {
-      return Status::InvalidArgument("schedule names rank " + std::to_string(r.rank) + " outside the communicator");
-    }
-    const DeviceRankBuffers& b = (*m.buffers)[r.rank];
-    base = r.buf == BufKind::kSend ? b.send : b.recv;
-    size = r.buf == BufKind::kSend ? b.send_bytes : b.recv_bytes;
-    *device = r.buf == BufKind::kSend ? b.send_device : b.recv_device;
+// A scratch region: in the piece that holds its first byte (the last one
+// starting at or before it), whose bounds it must keep to.
+Status ResolveScratch(const Region& r, const std::vector<ScratchPiece>& pieces, uint8_t** ptr, int* device) {
+  const auto after = std::upper_bound(pieces.begin(), pieces.end(), r.offset,
+                                      [](uint64_t off, const ScratchPiece& p) { return off < p.offset; });
+  if (after == pieces.begin()) {
+    if (r.bytes == 0) return Status::Ok();  // touches nothing
+    return Status::InvalidArgument("schedule region in scratch (offset " + std::to_string(r.offset) +
+                                   ") outside the GPU scratch");
   }
+  const ScratchPiece& piece = *(after - 1);
+  *device = piece.device;
+  if (r.bytes == 0) {
+    *ptr = piece.ptr;
+    return Status::Ok();
+  }
+  if (piece.ptr == nullptr || piece.device < 0 || r.offset - piece.offset > piece.bytes ||
+      r.bytes > piece.bytes - (r.offset - piece.offset)) {
+    return Status::InvalidArgument("schedule region in scratch (offset " + std::to_string(r.offset) + ", bytes " +
+                                   std::to_string(r.bytes) + ") outside its GPU's piece (offset " +
+                                   std::to_string(piece.offset) + ", bytes " + std::to_string(piece.bytes) + ")");
+  }
+  *ptr = piece.ptr + (r.offset - piece.offset);
+  return Status::Ok();
+}
+
+Status Resolve(const Region& r, const DeviceMemory& m, uint8_t** ptr, int* device) {
+  if (r.buf == BufKind::kScratch) return ResolveScratch(r, m.scratch, ptr, device);
+  if (r.rank < 0 || static_cast<size_t>(r.rank) >= m.buffers->size()) {
+    return Status::InvalidArgument("schedule names rank " + std::to_string(r.rank) + " outside the communicator");
+  }
+  const DeviceRankBuffers& b = (*m.buffers)[r.rank];
+  uint8_t* base = r.buf == BufKind::kSend ? b.send : b.recv;
+  const uint64_t size = r.buf == BufKind::kSend ? b.send_bytes : b.recv_bytes;
+  *device = r.buf == BufKind::kSend ? b.send_device : b.recv_device;
   if (r.bytes == 0) {
     *ptr = base;
     return Status::Ok();
@@ -61,9 +80,9 @@ Status Resolve(const Region& r, const DeviceMemory& m, uint8_t** ptr, int* devic
 
 Status PlanDeviceSteps(const Schedule& schedule, const DeviceMemory& memory, std::vector<DeviceStep>* out) {
   out->clear();
-  if (memory.scratch_bytes < schedule.scratch_bytes) {
-    return Status::InvalidArgument("GPU scratch of " + std::to_string(memory.scratch_bytes) +
-                                   " bytes, the schedule needs " + std::to_string(schedule.scratch_bytes));
+  if (const uint64_t covered = ScratchCovered(memory.scratch); covered < schedule.scratch_bytes) {
+    return Status::InvalidArgument("GPU scratch of " + std::to_string(covered) + " bytes, the schedule needs " +
+                                   std::to_string(schedule.scratch_bytes));
   }
   for (const Phase& phase : schedule.phases) {
     for (const Step& s : phase.steps) {
@@ -104,6 +123,15 @@ Status PlanDeviceSteps(const Schedule& schedule, const DeviceMemory& memory, std
     }
   }
   return Status::Ok();
+}
+
+uint64_t ScratchCovered(const std::vector<ScratchPiece>& pieces) {
+  uint64_t end = 0;
+  for (const ScratchPiece& p : pieces) {
+    if (p.offset != end) break;
+    end += p.bytes;
+  }
+  return end;
 }
 
 std::vector<int> DevicesOf(const std::vector<DeviceStep>& steps) {

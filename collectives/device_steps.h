@@ -50,12 +50,26 @@ struct DeviceStep {
   bool signals = false;             // a later step on another GPU waits for this one
 };
 
+// A range of the scratch space in one GPU's memory: scratch offsets
+// [offset, offset + bytes) lie at `ptr` on `device`.
+struct ScratchPiece {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  uint8_t* ptr = nullptr;
+  int device = -1;
+};
+
 struct DeviceMemory {
   const std::vector<DeviceRankBuffers>* buffers = nullptr;  // indexed by global rank; local ranks filled
-  uint8_t* scratch = nullptr;                               // at least the schedule's scratch_bytes
-  uint64_t scratch_bytes = 0;
-  int scratch_device = -1;
+  // The scratch space: pieces in offset order that cover it from 0, at
+  // least the schedule's scratch_bytes. Usually one, on one GPU; a fold
+  // spread over the GPUs (spread_scratch_fold.h) gives each GPU the piece
+  // it folds. A step's region lies within one piece.
+  std::vector<ScratchPiece> scratch;
 };
+
+// The end of what `pieces` cover from offset 0 without a gap.
+uint64_t ScratchCovered(const std::vector<ScratchPiece>& pieces);
 
 // Resolves `schedule`'s steps onto `memory` and orders them across GPUs.
 // Fails with kInvalidArgument, leaving the collective to the host path, for

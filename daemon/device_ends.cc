@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectives/spread_copy_out.h"
+#include "collectives/spread_scratch_fold.h"
 #include "common/logging.h"
 #include "daemon/device_execution.h"
 #include "gpu/step_runner.h"
@@ -22,31 +23,36 @@ Status DeviceEnds::RunHead(const Schedule& schedule, const std::vector<LocalOp>&
     return Status::Ok();
   }
   // Ranks on several GPUs: an AllReduce's ends spread over them, as within
-  // a node (device_execution.cc), and so does any other copy-out of one
-  // vector to every rank (an AllGather's, a Broadcast's); on one GPU the
+  // a node (device_execution.cc), and so do another collective's copy-out
+  // of one vector to every rank (an AllGather's, a Broadcast's) and its
+  // fold of the node into scratch (a ReduceScatter's); on one GPU the
   // gathered ends need fewer launches.
+  std::vector<ScratchShare> shares;  // empty: all scratch on the first local GPU
   if (shape == GpuAllReduceShape::kSpread || (shape == GpuAllReduceShape::kAuto && devices_.size() > 1)) {
     local_ranks_.clear();
     for (const LocalOp& op : ops) local_ranks_.push_back(op.rank);
     std::sort(local_ranks_.begin(), local_ranks_.end());
-    // False, false: another collective's ends; they stay as they are.
-    if (!SpreadAllReduceEnds(sig, local_ranks_, world, &split_)) SpreadCopyOut(local_ranks_, &split_.tail);
+    // Each false: ends of another shape, left as they are.
+    if (!SpreadAllReduceEnds(sig, local_ranks_, world, &split_)) {
+      SpreadCopyOut(local_ranks_, &split_.tail);
+      SpreadScratchFold(local_ranks_, &split_, &shares);
+    }
   }
   // Ends that use the scratch space (a ReduceScatter's work vector) get
-  // scratch of their own on a GPU every local one reaches, staged to and
-  // from the middle's (AddHeadOutputs).
-  DeviceMemory memory{&buffers_, nullptr, 0, devices_.front()};
-  scratch_ = nullptr;
+  // scratch of their own on the GPUs, staged to and from the middle's
+  // (AddHeadOutputs).
   scratch_bytes_ = std::max(split_.head.scratch_bytes, split_.tail.scratch_bytes);
   if (scratch_bytes_ > 0) {
-    if (Status got = gpu::ThreadScratch(devices_.front(), scratch_bytes_, &scratch_); !got.ok()) {
+    if (shares.empty()) shares.push_back({0, scratch_bytes_, -1});
+    if (Status got = AllocateScratch(shares); !got.ok()) {
       BATON_DEBUG(kColl, "{}: no GPU scratch for its local steps ({}); staging every buffer", sig.ToString(),
                   got.ToString());
       return Status::Ok();
     }
-    memory.scratch = scratch_;
-    memory.scratch_bytes = scratch_bytes_;
+  } else {
+    scratch_.clear();
   }
+  const DeviceMemory memory{&buffers_, scratch_};
   for (auto [part, steps] : {std::pair{&split_.head, &head_steps_}, std::pair{&split_.tail, &tail_steps_}}) {
     if (Status planned = PlanDeviceSteps(*part, memory, steps); !planned.ok()) {
       BATON_DEBUG(kColl, "{}: its local steps cannot run on the GPUs ({}); staging every buffer", sig.ToString(),
@@ -72,8 +78,36 @@ Status DeviceEnds::AddHeadOutputs(const std::vector<RankBuffers>& host, gpu::Pin
   }
   BATON_RETURN_IF_ERROR(pinned.Acquire(split_.middle.scratch_bytes, &host_scratch_));
   host_scratch_bytes_ = split_.middle.scratch_bytes;
-  return AppendScratchSpans(split_.head, split_.tail, {scratch_, host_scratch_.data(), scratch_bytes_, devices_.front()},
-                            spans);
+  return AppendScratchSpans(split_.head, split_.tail, scratch_, host_scratch_.data(), spans);
+}
+
+Status DeviceEnds::AllocateScratch(const std::vector<ScratchShare>& shares) {
+  // Each share on its rank's GPU (rank -1: the first local GPU); a GPU's
+  // shares one after another in its one allocation.
+  auto device_of = [&](int rank) {
+    if (rank < 0) return devices_.front();
+    const DeviceRankBuffers& b = buffers_[rank];
+    return b.send_device >= 0 ? b.send_device : b.recv_device >= 0 ? b.recv_device : devices_.front();
+  };
+  scratch_.clear();
+  std::vector<std::pair<int, uint64_t>> used;  // (GPU, bytes of its shares)
+  for (const ScratchShare& share : shares) {
+    const int device = device_of(share.rank);
+    auto it = std::find_if(used.begin(), used.end(), [&](const auto& u) { return u.first == device; });
+    if (it == used.end()) it = used.insert(used.end(), {device, 0});
+    scratch_.push_back({share.offset, share.bytes, nullptr, device});
+    it->second += share.bytes;
+  }
+  for (auto& [device, bytes] : used) {
+    uint8_t* base = nullptr;
+    BATON_RETURN_IF_ERROR(gpu::ThreadScratch(device, bytes, &base));
+    for (ScratchPiece& piece : scratch_) {
+      if (piece.device != device) continue;
+      piece.ptr = base;
+      base += piece.bytes;
+    }
+  }
+  return Status::Ok();
 }
 
 Status DeviceEnds::RunTail() const {

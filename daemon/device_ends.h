@@ -31,7 +31,10 @@
 // AllReduce's rounding; and another collective's copy-out of one vector to
 // every rank (an AllGather's, a Broadcast's) is spread too
 // (collectives/spread_copy_out.h: the leader's GPU sends the vector out
-// once, the others pass its chunks on), which changes no byte.
+// once, the others pass its chunks on), and a fold of the node into a work
+// vector in scratch (a ReduceScatter's, a non-root Reduce's), each GPU
+// folding the piece of it that lies in its memory
+// (collectives/spread_scratch_fold.h), both of which change no byte.
 //
 // Conditions, else step 1 leaves everything to staging:
 //   * every local rank's non-empty buffers are GPU memory, not staged yet,
@@ -40,8 +43,9 @@
 //   * the middle writes no send buffer (only receive buffers and the
 //     scratch space are copied back for the tail to read); ends that use
 //     the scratch space (a ReduceScatter's work vector) run on GPU scratch
-//     of their own (gpu::ThreadScratch, on the first local GPU), staged
-//     like a buffer: the head's work in, the middle's results back;
+//     of their own (gpu::ThreadScratch, on the first local GPU, or spread
+//     over the GPUs with the fold: collectives/spread_scratch_fold.h),
+//     staged like a buffer: the head's work in, the middle's results back;
 //   * both ends can run on the GPUs exactly as on the host (PlanDeviceSteps).
 #pragma once
 
@@ -50,6 +54,7 @@
 #include "collectives/device_steps.h"
 #include "collectives/network_split.h"
 #include "collectives/spread_allreduce.h"
+#include "collectives/spread_scratch_fold.h"
 #include "common/status.h"
 #include "daemon/local_op.h"
 #include "daemon/staging_plan.h"
@@ -61,9 +66,9 @@ class DeviceEnds {
  public:
   // Step 1 for `schedule` (this node's, for `ops`, the local ranks' parts
   // of a communicator of `world` ranks): *host_part is the schedule to run
-  // on host memory, valid until the next call. An AllReduce's ends are
-  // spread over the GPUs as `shape` says (collectives/spread_allreduce.h:
-  // kAuto spreads them over several GPUs). An error is the head's.
+  // on host memory, valid until the next call. The ends are spread over
+  // the GPUs as `shape` says (kAuto: over several GPUs). An error is the
+  // head's.
   Status RunHead(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, GpuAllReduceShape shape,
                  const Schedule** host_part);
   // Whether the last RunHead ran the head on the GPUs.
@@ -90,6 +95,10 @@ class DeviceEnds {
   const Schedule& tail() const { return split_.tail; }
 
  private:
+  // Fills scratch_ with `shares` (covering scratch_bytes_), each on the GPU
+  // of its rank's buffers.
+  Status AllocateScratch(const std::vector<ScratchShare>& shares);
+
   bool active_ = false;
   // Reused from call to call (one object per communicator's worker).
   ScheduleSplit split_;
@@ -98,7 +107,9 @@ class DeviceEnds {
   std::vector<int> local_ranks_;
   std::vector<DeviceStep> head_steps_;
   std::vector<DeviceStep> tail_steps_;
-  uint8_t* scratch_ = nullptr;  // the ends' GPU scratch (gpu::ThreadScratch), of scratch_bytes_
+  // The ends' GPU scratch (gpu::ThreadScratch), of scratch_bytes_: one
+  // piece on the first local GPU, or one per GPU for a spread fold.
+  std::vector<ScratchPiece> scratch_;
   uint64_t scratch_bytes_ = 0;
   gpu::PinnedLease host_scratch_;  // the middle's, of host_scratch_bytes_
   uint64_t host_scratch_bytes_ = 0;

@@ -95,10 +95,11 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
     spread_copy_out = schedule;
     if (SpreadCopyOut(ranks, &spread_copy_out)) run = &spread_copy_out;
   }
-  DeviceMemory memory{&buffers, nullptr, 0, devices.front()};
+  DeviceMemory memory{&buffers, {}};
   if (run->scratch_bytes > 0) {
-    BATON_RETURN_IF_ERROR(gpu::ThreadScratch(memory.scratch_device, run->scratch_bytes, &memory.scratch));
-    memory.scratch_bytes = run->scratch_bytes;
+    uint8_t* scratch = nullptr;
+    BATON_RETURN_IF_ERROR(gpu::ThreadScratch(devices.front(), run->scratch_bytes, &scratch));
+    memory.scratch.push_back({0, run->scratch_bytes, scratch, devices.front()});
   }
   if (Status planned = PlanDeviceSteps(*run, memory, &steps); !planned.ok()) {
     BATON_DEBUG(kColl, "{}: not run on the GPUs ({}); staging through host memory", ops[0].sig.ToString(),

@@ -76,7 +76,8 @@ options:
                          reduction on the first rank's GPU (default auto: spread
                          when the ranks are on more than one GPU); the same
                          for the copies of a Broadcast, and across nodes of an
-                         AllGather's or Broadcast's copy-out to every rank
+                         AllGather's or Broadcast's copy-out to every rank and
+                         of a ReduceScatter's or Reduce's fold of the node
   --device-sharing any|fd-only
                          GPU memory clients may register: any (default), or
                          fd-only: only allocations passed as file descriptors

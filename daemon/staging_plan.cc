@@ -149,8 +149,9 @@ Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffe
   return Status::Ok();
 }
 
-Status AppendScratchSpans(const Schedule& head, const Schedule& tail, const ScratchPair& scratch,
-                          std::vector<StagedSpan>* spans) {
+Status AppendScratchSpans(const Schedule& head, const Schedule& tail, const std::vector<ScratchPiece>& device,
+                          uint8_t* host, std::vector<StagedSpan>* spans) {
+  const uint64_t covered = ScratchCovered(device);
   // (offset, end) ranges: what the head writes (input to the middle) and
   // what the tail reads (the middle's output).
   std::vector<std::pair<uint64_t, uint64_t>> written, read;
@@ -166,9 +167,9 @@ Status AppendScratchSpans(const Schedule& head, const Schedule& tail, const Scra
         for (const Region* r : {&s.src, &s.dst}) {
           if (r == &s.src && (writes || !s.ReadsSrc())) continue;
           if (r->buf != BufKind::kScratch || r->bytes == 0) continue;
-          if (r->offset > scratch.bytes || r->bytes > scratch.bytes - r->offset) {
+          if (r->offset > covered || r->bytes > covered - r->offset) {
             return Status::Internal("an end of a split schedule touches scratch outside its " +
-                                    std::to_string(scratch.bytes) + " bytes (offset " + std::to_string(r->offset) +
+                                    std::to_string(covered) + " bytes (offset " + std::to_string(r->offset) +
                                     ", bytes " + std::to_string(r->bytes) + ")");
           }
           (writes ? written : read).emplace_back(r->offset, r->offset + r->bytes);
@@ -178,12 +179,16 @@ Status AppendScratchSpans(const Schedule& head, const Schedule& tail, const Scra
   }
   Merge(&written);
   Merge(&read);
-  for (const auto& [from, to] : written) {
-    spans->push_back({scratch.host + from, scratch.device + from, to - from, scratch.device_id, true});
-  }
-  for (const auto& [from, to] : read) {
-    spans->push_back({scratch.host + from, scratch.device + from, to - from, scratch.device_id, false});
-  }
+  // Each range cut where pieces meet: a span is one GPU's memory.
+  auto append = [&](uint64_t from, uint64_t to, bool input) {
+    for (const ScratchPiece& piece : device) {
+      const uint64_t lo = std::max(from, piece.offset), hi = std::min(to, piece.offset + piece.bytes);
+      if (lo >= hi) continue;
+      spans->push_back({host + lo, piece.ptr + (lo - piece.offset), hi - lo, piece.device, input});
+    }
+  };
+  for (const auto& [from, to] : written) append(from, to, true);
+  for (const auto& [from, to] : read) append(from, to, false);
   return Status::Ok();
 }
 

@@ -74,23 +74,18 @@ Status PlanStaging(const Schedule& schedule, const std::vector<RankBuffers>& buf
 Status AppendHeadOutputs(const Schedule& head, const std::vector<DeviceRankBuffers>& device,
                          const std::vector<RankBuffers>& host, std::vector<StagedSpan>* spans);
 
-// The scratch space of split ends: the ends' on a GPU, the middle's in host
-// memory, the same offsets in both.
-struct ScratchPair {
-  uint8_t* device = nullptr;
-  uint8_t* host = nullptr;
-  uint64_t bytes = 0;  // of each, at least what the ends touch
-  int device_id = -1;
-};
-
 // Ends that use the scratch space (a ReduceScatter's work vector, into
 // which the head folds the node's ranks and out of which the tail copies
-// their blocks): appends an input span for each range of scratch `head`
-// writes and an output span for each range `tail` reads (merged where they
-// overlap or touch), so that the plan copies the head's work to the host
-// before the middle first touches it and the middle's results back after
-// their last write. A range outside `scratch` is an Internal error.
-Status AppendScratchSpans(const Schedule& head, const Schedule& tail, const ScratchPair& scratch,
-                          std::vector<StagedSpan>* spans);
+// their blocks) run on GPU scratch (`device`: pieces in offset order, one
+// per GPU that holds part of it, collectives/device_steps.h), the middle on
+// host scratch (`host`), the same offsets in both. Appends an input span
+// for each range of scratch `head` writes and an output span for each
+// range `tail` reads (merged where they overlap or touch, then cut where
+// pieces meet, each on its piece's GPU), so that the plan copies the head's
+// work to the host before the middle first touches it and the middle's
+// results back after their last write. A range outside what the pieces
+// cover is an Internal error.
+Status AppendScratchSpans(const Schedule& head, const Schedule& tail, const std::vector<ScratchPiece>& device,
+                          uint8_t* host, std::vector<StagedSpan>* spans);
 
 }  // namespace baton

@@ -74,7 +74,7 @@ void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place
       buffers[r] = {mem.sim[r].send, mem.sim[r].send_bytes, gpu, mem.sim[r].recv, mem.sim[r].recv_bytes, gpu};
     }
     std::vector<uint8_t> scratch(schedule.scratch_bytes);
-    const DeviceMemory memory{&buffers, scratch.data(), scratch.size(), 0};
+    const DeviceMemory memory{&buffers, {{0, scratch.size(), scratch.data(), 0}}};
     std::vector<DeviceStep> steps;
     const Status st = PlanDeviceSteps(schedule, memory, &steps);
     ASSERT_TRUE(st.ok()) << sig.ToString() << ": " << st.ToString();
@@ -143,7 +143,7 @@ TEST(DeviceSteps, GpusWorkAtOnceWhereStepsShareNoMemory) {
     }
     std::vector<uint8_t> scratch(schedule.scratch_bytes);
     std::vector<DeviceStep> steps;
-    ASSERT_TRUE(PlanDeviceSteps(schedule, {&buffers, scratch.data(), scratch.size(), 0}, &steps).ok());
+    ASSERT_TRUE(PlanDeviceSteps(schedule, {&buffers, {{0, scratch.size(), scratch.data(), 0}}}, &steps).ok());
     const auto before = HappensBefore(steps);
     size_t longest = 0;
     for (size_t j = 0; j < steps.size(); ++j) {
@@ -169,7 +169,7 @@ TEST(DeviceSteps, SpreadAllReduceGivesEveryGpuItsShareOfTheReduction) {
     buffers[r] = {mem.sim[r].send, mem.sim[r].send_bytes, r, mem.sim[r].recv, mem.sim[r].recv_bytes, r};
   }
   std::vector<DeviceStep> steps;
-  ASSERT_TRUE(PlanDeviceSteps(schedule, {&buffers, nullptr, 0, 0}, &steps).ok());
+  ASSERT_TRUE(PlanDeviceSteps(schedule, {&buffers, {}}, &steps).ok());
   std::vector<uint64_t> reduced(4, 0);
   std::vector<int> reductions(4, 0);
   for (const DeviceStep& s : steps) {
@@ -219,7 +219,7 @@ TEST(DeviceSteps, RefusesWhatItCannotRunExactlyAsTheHostWould) {
   std::vector<DeviceRankBuffers> buffers(1);
   // The rank's send buffer starts 16 bytes into its receive buffer.
   buffers[0] = {mem.data() + 16, 64, 0, mem.data(), 128, 0};
-  const DeviceMemory memory{&buffers, nullptr, 0, 0};
+  const DeviceMemory memory{&buffers, {}};
   std::vector<DeviceStep> steps;
   auto plan = [&](Step step) {
     Schedule s;
@@ -238,7 +238,8 @@ TEST(DeviceSteps, RefusesWhatItCannotRunExactlyAsTheHostWould) {
   st = plan({StepKind::kSend, {BufKind::kSend, 0, 0, 64}, {}, 1});
   EXPECT_NE(st.message().find("network steps"), std::string::npos) << st.ToString();
   st = plan({StepKind::kCopy, {BufKind::kScratch, -1, 0, 8}, {BufKind::kRecv, 0, 0, 8}});
-  EXPECT_NE(st.message().find("outside its GPU buffer"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("region in scratch (offset 0) outside the GPU scratch"), std::string::npos)
+      << st.ToString();
   // A copy of a region onto itself is no step at all; a disjoint one is.
   EXPECT_TRUE(plan({StepKind::kCopy, {BufKind::kRecv, 0, 8, 8}, {BufKind::kRecv, 0, 8, 8}}).ok());
   EXPECT_TRUE(steps.empty());
@@ -246,6 +247,38 @@ TEST(DeviceSteps, RefusesWhatItCannotRunExactlyAsTheHostWould) {
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0].src, mem.data() + 64);
   EXPECT_EQ(steps[0].dst, mem.data() + 96);
+}
+
+// Scratch in pieces on two GPUs (a spread fold, spread_scratch_fold.h): a
+// region resolves into the piece that holds it, on that piece's GPU, and
+// one across two pieces is refused (a step runs on one GPU's memory).
+TEST(DeviceSteps, AScratchRegionLiesInOnePieceOnItsGpu) {
+  std::vector<uint8_t> gpu0(64), gpu1(64), recv(64);
+  std::vector<DeviceRankBuffers> buffers(1);
+  buffers[0] = {nullptr, 0, -1, recv.data(), 64, 0};
+  const DeviceMemory memory{&buffers, {{0, 64, gpu0.data(), 0}, {64, 64, gpu1.data(), 1}}};
+  std::vector<DeviceStep> steps;
+  auto plan = [&](Step step) {
+    Schedule s;
+    s.scratch_bytes = 128;
+    s.phases.push_back(Phase{{step}});
+    return PlanDeviceSteps(s, memory, &steps);
+  };
+  ASSERT_TRUE(plan({StepKind::kCopy, {BufKind::kRecv, 0, 0, 16}, {BufKind::kScratch, -1, 80, 16}}).ok());
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].dst, gpu1.data() + 16);
+  EXPECT_EQ(steps[0].device, 1) << "a step runs on the GPU that holds its destination";
+  ASSERT_TRUE(plan({StepKind::kCopy, {BufKind::kScratch, -1, 48, 16}, {BufKind::kRecv, 0, 0, 16}}).ok());
+  EXPECT_EQ(steps[0].src, gpu0.data() + 48);
+  EXPECT_EQ(steps[0].device, 0);
+  const Status st = plan({StepKind::kCopy, {BufKind::kScratch, -1, 56, 16}, {BufKind::kRecv, 0, 0, 16}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("region in scratch (offset 56, bytes 16) outside its GPU's piece (offset 0, bytes 64)"),
+            std::string::npos)
+      << st.ToString();
+  // Pieces that leave a gap cover only what comes before it.
+  EXPECT_EQ(ScratchCovered({{0, 64, gpu0.data(), 0}, {96, 32, gpu1.data(), 1}}), 64u);
+  EXPECT_EQ(ScratchCovered(memory.scratch), 128u);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "collectives/network_split.h"
 #include "collectives/spread_allreduce.h"
 #include "collectives/spread_copy_out.h"
+#include "collectives/spread_scratch_fold.h"
 #include "collectives/reference.h"
 #include "tests/gpu_orders.h"
 #include "tests/schedule_simulator.h"
@@ -200,8 +201,10 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
   std::vector<std::vector<DeviceStep>> head(nodes), tail(nodes);
   std::vector<bool> split(nodes, false);
   // Ends that use the scratch space run on "GPU" scratch of their own
-  // (poisoned), staged to and from the middle's host scratch.
-  std::vector<std::vector<uint8_t>> device_scratch(nodes);
+  // (poisoned; spread, one piece on each rank's GPU), staged to and from
+  // the middle's host scratch.
+  std::vector<std::vector<std::vector<uint8_t>>> device_scratch(nodes);  // [node][piece]
+  std::vector<std::vector<ScratchPiece>> pieces(nodes);
   std::vector<std::vector<uint8_t>*> host_scratch(nodes, nullptr);
   auto run_on_gpus = [&](const std::vector<DeviceStep>& steps) { RunLikeGpus(steps, sig.dtype, sig.redop, how.order); };
   std::map<int, StagingPlan> plans;
@@ -210,6 +213,7 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
   hooks.rewrite = [&](int node, Schedule* schedule) -> Status {
     if (!SplitForDeviceEnds(*schedule, &splits[node])) return Status::Ok();
     split[node] = true;
+    std::vector<ScratchShare> shares;
     if (how.spread) {
       const std::vector<int>& local_ranks = layout.ranks_of_node[node];
       // Only the hierarchical AllReduce's ends are spread (not, say, a
@@ -218,19 +222,29 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
       const bool spread = SpreadAllReduceEnds(sig, local_ranks, world, &splits[node]);
       EXPECT_EQ(spread, sig.collective == Collective::kAllReduce && local_ranks.size() > 1 && hierarchical)
           << sig.ToString() << " node " << node << ": " << (spread ? "spread" : "not spread");
-      // Then, as batond, any other copy-out of one vector to every rank.
+      // Then, as batond, any other copy-out of one vector to every rank,
+      // and a fold of the node into scratch.
       const bool copy_out = !spread && SpreadCopyOut(local_ranks, &splits[node].tail);
       if (sig.collective == Collective::kAllGather || sig.collective == Collective::kBroadcast) {
         EXPECT_EQ(copy_out, local_ranks.size() > 2) << sig.ToString() << " node " << node;
       }
+      const bool fold = !spread && SpreadScratchFold(local_ranks, &splits[node], &shares);
+      if (sig.collective == Collective::kReduceScatter) {
+        EXPECT_EQ(fold, local_ranks.size() > 1) << sig.ToString() << " node " << node;
+      }
     }
-    DeviceMemory memory{&device, nullptr, 0, 0};
     const uint64_t scratch_bytes = std::max(splits[node].head.scratch_bytes, splits[node].tail.scratch_bytes);
-    if (scratch_bytes > 0) {
-      device_scratch[node].assign(scratch_bytes, kPoison);
-      memory.scratch = device_scratch[node].data();
-      memory.scratch_bytes = scratch_bytes;
+    if (scratch_bytes > 0 && shares.empty()) shares.push_back({0, scratch_bytes, -1});
+    // Each piece of its own (so that a step reaching past its piece fails
+    // the simulation), on its rank's GPU.
+    device_scratch[node].clear();
+    pieces[node].clear();
+    for (const ScratchShare& share : shares) {
+      device_scratch[node].emplace_back(share.bytes, kPoison);
+      pieces[node].push_back({share.offset, share.bytes, device_scratch[node].back().data(),
+                              share.rank < 0 ? 0 : device[share.rank].send_device});
     }
+    const DeviceMemory memory{&device, pieces[node]};
     BATON_RETURN_IF_ERROR(PlanDeviceSteps(splits[node].head, memory, &head[node]));
     BATON_RETURN_IF_ERROR(PlanDeviceSteps(splits[node].tail, memory, &tail[node]));
     for (const auto* steps : {&head[node], &tail[node]}) {
@@ -260,11 +274,10 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
     return Status::Ok();
   };
   hooks.scratch_ready = [&](int node, std::vector<uint8_t>* scratch) -> Status {
-    if (device_scratch[node].empty()) return Status::Ok();  // as batond: the plan sees scratch only then
+    if (pieces[node].empty()) return Status::Ok();  // as batond: the plan sees scratch only then
     host_scratch[node] = scratch;
-    if (scratch->size() < device_scratch[node].size()) return Status::Internal("ends with more scratch than the middle");
-    const ScratchPair pair{device_scratch[node].data(), scratch->data(), device_scratch[node].size(), 0};
-    return AppendScratchSpans(splits[node].head, splits[node].tail, pair, &spans[node]);
+    if (scratch->size() < ScratchCovered(pieces[node])) return Status::Internal("ends with more scratch than the middle");
+    return AppendScratchSpans(splits[node].head, splits[node].tail, pieces[node], scratch->data(), &spans[node]);
   };
   hooks.after = [&, copy_back = hooks.after](int node, const Schedule& schedule, size_t phase) -> Status {
     BATON_RETURN_IF_ERROR(copy_back(node, schedule, phase));
@@ -316,7 +329,7 @@ TEST_P(StagingPlanMatrix, CopiesAroundThePhasesGiveTheReference) {
             for (bool spread : {false, true}) {
               // The collectives whose ends spread (the others' are left as built).
               if (spread && coll != Collective::kAllReduce && coll != Collective::kAllGather &&
-                  coll != Collective::kBroadcast) {
+                  coll != Collective::kBroadcast && coll != Collective::kReduceScatter && coll != Collective::kReduce) {
                 continue;
               }
               RunDeviceEndsAndCheck(layout, sig, algo, in_place, nullptr, nullptr, {spread, order});
@@ -492,7 +505,7 @@ TEST(DeviceEnds, HeadOutputsAreMergedRangesOfReceiveBuffers) {
 // error.
 TEST(DeviceEnds, ScratchSpansAreWhatTheHeadWritesAndTheTailReads) {
   std::vector<uint8_t> dev(64), host(128);
-  const ScratchPair scratch{dev.data(), host.data(), 64, 2};
+  const std::vector<ScratchPiece> scratch{{0, 64, dev.data(), 2}};
   Schedule head, tail;
   head.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kSend, 0, 0, 16}, {BufKind::kScratch, -1, 0, 16}},
                                {StepKind::kReduce, {BufKind::kSend, 1, 0, 16}, {BufKind::kScratch, -1, 8, 16}}}});
@@ -500,7 +513,7 @@ TEST(DeviceEnds, ScratchSpansAreWhatTheHeadWritesAndTheTailReads) {
                                {StepKind::kCopy, {BufKind::kScratch, -1, 40, 8}, {BufKind::kRecv, 0, 0, 8}},
                                {StepKind::kCopy, {BufKind::kScratch, -1, 56, 8}, {BufKind::kRecv, 1, 0, 8}}}});
   std::vector<StagedSpan> spans;
-  ASSERT_TRUE(AppendScratchSpans(head, tail, scratch, &spans).ok());
+  ASSERT_TRUE(AppendScratchSpans(head, tail, scratch, host.data(), &spans).ok());
   ASSERT_EQ(spans.size(), 3u);
   EXPECT_TRUE(spans[0].input);
   EXPECT_EQ(spans[0].host, host.data());
@@ -517,10 +530,37 @@ TEST(DeviceEnds, ScratchSpansAreWhatTheHeadWritesAndTheTailReads) {
 
   tail.phases[0].steps.push_back({StepKind::kCopy, {BufKind::kScratch, -1, 60, 8}, {BufKind::kRecv, 0, 0, 8}});
   spans.clear();
-  const Status st = AppendScratchSpans(head, tail, scratch, &spans);
+  const Status st = AppendScratchSpans(head, tail, scratch, host.data(), &spans);
   EXPECT_EQ(st.code(), Code::kInternalError);
   EXPECT_NE(st.message().find("touches scratch outside its 64 bytes (offset 60, bytes 8)"), std::string::npos)
       << st.ToString();
+}
+
+// Scratch in pieces on several GPUs (a spread fold): a range is cut where
+// pieces meet, each part a span on its own GPU's memory.
+TEST(DeviceEnds, ScratchSpansAreCutWherePiecesOnTwoGpusMeet) {
+  std::vector<uint8_t> gpu0(32), gpu1(32), host(64);
+  const std::vector<ScratchPiece> pieces{{0, 32, gpu0.data(), 0}, {32, 32, gpu1.data(), 1}};
+  Schedule head, tail;
+  head.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kSend, 0, 0, 64}, {BufKind::kScratch, -1, 0, 64}}}});
+  tail.phases.push_back(Phase{{{StepKind::kCopy, {BufKind::kScratch, -1, 40, 8}, {BufKind::kRecv, 0, 0, 8}}}});
+  std::vector<StagedSpan> spans;
+  ASSERT_TRUE(AppendScratchSpans(head, tail, pieces, host.data(), &spans).ok());
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_TRUE(spans[0].input && spans[1].input);
+  EXPECT_EQ(spans[0].host, host.data());
+  EXPECT_EQ(spans[0].device, gpu0.data());
+  EXPECT_EQ(spans[0].bytes, 32u);
+  EXPECT_EQ(spans[0].device_id, 0);
+  EXPECT_EQ(spans[1].host, host.data() + 32);
+  EXPECT_EQ(spans[1].device, gpu1.data());
+  EXPECT_EQ(spans[1].bytes, 32u);
+  EXPECT_EQ(spans[1].device_id, 1);
+  EXPECT_FALSE(spans[2].input);
+  EXPECT_EQ(spans[2].host, host.data() + 40);
+  EXPECT_EQ(spans[2].device, gpu1.data() + 8);
+  EXPECT_EQ(spans[2].bytes, 8u);
+  EXPECT_EQ(spans[2].device_id, 1);
 }
 
 TEST(StagingPlan, ARegionOutsideItsBufferIsAnError) {
