@@ -9,15 +9,10 @@
 
 #include "collectives/layout.h"
 #include "collectives/spread_allreduce.h"
+#include "tests/schedule_parts.h"
 
 namespace baton {
 namespace {
-
-std::vector<Step> Steps(const Schedule& s) {
-  std::vector<Step> out;
-  for (const Phase& p : s.phases) out.insert(out.end(), p.steps.begin(), p.steps.end());
-  return out;
-}
 
 bool HasNetwork(const Phase& p) {
   for (const Step& s : p.steps) {
@@ -64,10 +59,10 @@ TEST(NetworkSplit, PartsInOrderAreTheSchedule) {
               EXPECT_TRUE(s.IsNetwork()) << what << ": the first network phase's local steps belong to the head";
             }
             EXPECT_EQ(split.middle.scratch_bytes, schedule.scratch_bytes) << what;
-            const std::vector<Step> whole = Steps(schedule);
-            std::vector<Step> parts = Steps(split.head);
+            const std::vector<Step> whole = AllSteps(schedule);
+            std::vector<Step> parts = AllSteps(split.head);
             for (const Schedule* part : {&split.middle, &split.tail}) {
-              const std::vector<Step> more = Steps(*part);
+              const std::vector<Step> more = AllSteps(*part);
               parts.insert(parts.end(), more.begin(), more.end());
             }
             ASSERT_EQ(parts.size(), whole.size()) << what;
@@ -116,14 +111,14 @@ TEST(NetworkSplit, AnAllReducesEndsAreItsLocalReductionAndCopyOut) {
   ASSERT_TRUE(BuildSchedule(in, &schedule).ok());
   ScheduleSplit split;
   ASSERT_TRUE(SplitForDeviceEnds(schedule, &split));
-  const std::vector<Step> head = Steps(split.head);
+  const std::vector<Step> head = AllSteps(split.head);
   ASSERT_EQ(head.size(), 2u) << split.head.ToString();
   EXPECT_EQ(head[0].kind, StepKind::kCopy);
   EXPECT_EQ(head[0].src, (Region{BufKind::kSend, 2, 0, 4000}));
   EXPECT_EQ(head[0].dst, (Region{BufKind::kRecv, 2, 0, 4000}));
   EXPECT_EQ(head[1].kind, StepKind::kReduce);
   EXPECT_EQ(head[1].src, (Region{BufKind::kSend, 3, 0, 4000}));
-  const std::vector<Step> tail = Steps(split.tail);
+  const std::vector<Step> tail = AllSteps(split.tail);
   ASSERT_FALSE(tail.empty()) << split.tail.ToString();
   EXPECT_EQ(tail.front().kind, StepKind::kDivide);
   EXPECT_EQ(tail.back().kind, StepKind::kCopy);
@@ -137,7 +132,7 @@ TEST(NetworkSplit, AnAllReducesEndsAreItsLocalReductionAndCopyOut) {
   EXPECT_FALSE(TouchesBuffer(split.middle, BufKind::kRecv, 3));
   EXPECT_FALSE(TouchesBuffer(split.middle, BufKind::kSend, 3));
   EXPECT_TRUE(TouchesBuffer(split.head, BufKind::kSend, 3));
-  for (const Step& s : Steps(split.middle)) {
+  for (const Step& s : AllSteps(split.middle)) {
     EXPECT_TRUE(s.src.rank == 2 || s.src.rank == -1 || s.src.bytes == 0) << split.middle.ToString();
     EXPECT_EQ(s.dst.buf == BufKind::kSend, false) << split.middle.ToString();
   }
@@ -201,12 +196,12 @@ struct LeaderTraffic {
 
 LeaderTraffic LeadersTraffic(const ScheduleSplit& split, int leader) {
   LeaderTraffic t;
-  for (const Step& s : Steps(split.head)) {
+  for (const Step& s : AllSteps(split.head)) {
     if ((s.kind == StepKind::kCopy || s.kind == StepKind::kReduce) && s.dst.rank == leader && s.src.rank != leader) {
       t.in += s.src.bytes;
     }
   }
-  for (const Step& s : Steps(split.tail)) {
+  for (const Step& s : AllSteps(split.tail)) {
     if (s.kind == StepKind::kCopy && s.src.rank == leader && s.dst.rank != leader) t.out += s.src.bytes;
   }
   return t;
@@ -237,9 +232,9 @@ TEST(NetworkSplit, SpreadAllReduceEndsShareTheLeadersTraffic) {
     EXPECT_EQ(gathered.out, 3 * bytes);
     const Schedule middle = split.middle;
     ASSERT_TRUE(SpreadAllReduceEnds(in.sig, {4, 5, 6, 7}, 8, &split));
-    ASSERT_EQ(Steps(split.middle).size(), Steps(middle).size());
+    ASSERT_EQ(AllSteps(split.middle).size(), AllSteps(middle).size());
     std::vector<int> folds(8, 0);
-    for (const Step& s : Steps(split.head)) {
+    for (const Step& s : AllSteps(split.head)) {
       ASSERT_NE(s.kind, StepKind::kDivide);
       if (s.kind == StepKind::kReduce) {
         EXPECT_EQ(s.src.bytes, bytes / 4);
@@ -247,7 +242,7 @@ TEST(NetworkSplit, SpreadAllReduceEndsShareTheLeadersTraffic) {
       }
     }
     for (int r = 4; r < 8; ++r) EXPECT_EQ(folds[r], 3) << "rank " << r;
-    const std::vector<Step> tail = Steps(split.tail);
+    const std::vector<Step> tail = AllSteps(split.tail);
     ASSERT_FALSE(tail.empty());
     EXPECT_EQ(tail.front().kind == StepKind::kDivide, op == RedOp::kAvg);
     for (const Step& s : tail) {

@@ -11,15 +11,10 @@
 
 #include "collectives/layout.h"
 #include "collectives/network_split.h"
+#include "tests/schedule_parts.h"
 
 namespace baton {
 namespace {
-
-std::vector<Step> Steps(const Schedule& s) {
-  std::vector<Step> out;
-  for (const Phase& p : s.phases) out.insert(out.end(), p.steps.begin(), p.steps.end());
-  return out;
-}
 
 // Bytes each rank's buffers give to and take from other ranks' in `part`'s
 // copies, and the bytes of all its copies.
@@ -29,7 +24,7 @@ struct CopyTraffic {
 };
 CopyTraffic TrafficOf(const Schedule& part) {
   CopyTraffic t;
-  for (const Step& s : Steps(part)) {
+  for (const Step& s : AllSteps(part)) {
     if (s.kind != StepKind::kCopy) continue;
     t.copied += s.src.bytes;
     if (s.src.rank == s.dst.rank) continue;
@@ -37,17 +32,6 @@ CopyTraffic TrafficOf(const Schedule& part) {
     t.in[s.dst.rank] += s.src.bytes;
   }
   return t;
-}
-
-Schedule BuildFor(const NodeLayout& layout, int node, const OpSignature& sig) {
-  PlanInput in;
-  in.sig = sig;
-  in.layout = &layout;
-  in.node = node;
-  in.algorithm = Algorithm::kRing;
-  Schedule schedule;
-  EXPECT_TRUE(BuildSchedule(in, &schedule).ok()) << sig.ToString();
-  return schedule;
 }
 
 struct CopyOutCase {
@@ -73,13 +57,13 @@ TEST(SpreadCopyOut, TheHolderSendsTheVectorOutOnceAndTheOthersPassItOn) {
   for (const CopyOutCase& c : cases) {
     SCOPED_TRACE(c.name);
     ScheduleSplit split;
-    ASSERT_TRUE(SplitForDeviceEnds(BuildFor(layout, 1, c.sig), &split));
-    const std::vector<Step> before = Steps(split.tail);
+    ASSERT_TRUE(SplitForDeviceEnds(NodeSchedule(layout, 1, c.sig), &split));
+    const std::vector<Step> before = AllSteps(split.tail);
     const Schedule middle = split.middle;
     const uint64_t vector = before.back().src.bytes;
     ASSERT_TRUE(SpreadCopyOut({4, 5, 6, 7}, &split.tail));
     EXPECT_EQ(split.middle.ToString(), middle.ToString());
-    const std::vector<Step> after = Steps(split.tail);
+    const std::vector<Step> after = AllSteps(split.tail);
     // An average's division stays first, on the vector.
     ASSERT_FALSE(after.empty());
     EXPECT_EQ(after.front().kind == StepKind::kDivide, c.sig.redop == RedOp::kAvg);
@@ -111,14 +95,14 @@ TEST(SpreadCopyOut, TheHolderSendsTheVectorOutOnceAndTheOthersPassItOn) {
 TEST(SpreadCopyOut, ABroadcastWithinANodeSpreadsFromTheRoot) {
   const NodeLayout layout = NodeLayout::Blocked({4});
   const OpSignature sig{Collective::kBroadcast, DataType::kBfloat16, RedOp::kSum, 2, 1000};  // 2000 bytes
-  Schedule schedule = BuildFor(layout, 0, sig);
+  Schedule schedule = NodeSchedule(layout, 0, sig);
   EXPECT_EQ(TrafficOf(schedule).out.at(2), 3 * 2000u);
   ASSERT_TRUE(SpreadCopyOut({0, 1, 2, 3}, &schedule));
   const CopyTraffic spread = TrafficOf(schedule);
   EXPECT_EQ(spread.out.at(2), 2000u);
   for (int r : {0, 1, 3}) EXPECT_EQ(spread.in.at(r), 2000u) << "rank " << r;
   // 2000 bytes in three chunks of 768, 768 and 464.
-  const std::vector<Step> steps = Steps(schedule);
+  const std::vector<Step> steps = AllSteps(schedule);
   ASSERT_EQ(steps.size(), 1u + 3u + 6u);
   EXPECT_EQ(steps[0].src, (Region{BufKind::kSend, 2, 0, 2000}));
   EXPECT_EQ(steps[0].dst, (Region{BufKind::kRecv, 2, 0, 2000}));
@@ -139,18 +123,18 @@ TEST(SpreadCopyOut, LeavesEverythingElseAlone) {
                        Collective::kAllToAll}) {
     const OpSignature sig{c, DataType::kFloat32, RedOp::kSum, HasRoot(c) ? 5 : -1, 3000};
     ScheduleSplit split;
-    if (!SplitForDeviceEnds(BuildFor(two_by_four, 1, sig), &split)) continue;
+    if (!SplitForDeviceEnds(NodeSchedule(two_by_four, 1, sig), &split)) continue;
     unchanged({4, 5, 6, 7}, split.tail, CollectiveName(c));
   }
   // Two local ranks: the copy-out is a single copy already.
   const NodeLayout two_by_two = NodeLayout::Blocked({2, 2});
   ScheduleSplit split;
-  ASSERT_TRUE(SplitForDeviceEnds(BuildFor(two_by_two, 1, {Collective::kAllGather, DataType::kInt8, RedOp::kSum, -1, 4096}),
+  ASSERT_TRUE(SplitForDeviceEnds(NodeSchedule(two_by_two, 1, {Collective::kAllGather, DataType::kInt8, RedOp::kSum, -1, 4096}),
                                  &split));
   unchanged({2, 3}, split.tail, "two local ranks");
   // The copy-out over other ranks than the ones named, or missing one.
   ASSERT_TRUE(
-      SplitForDeviceEnds(BuildFor(two_by_four, 1, {Collective::kAllGather, DataType::kInt8, RedOp::kSum, -1, 4096}), &split));
+      SplitForDeviceEnds(NodeSchedule(two_by_four, 1, {Collective::kAllGather, DataType::kInt8, RedOp::kSum, -1, 4096}), &split));
   unchanged({4, 5, 6}, split.tail, "a rank the copy-out serves is not named");
   unchanged({0, 1, 2, 3}, split.tail, "another node's ranks");
   Schedule missing = split.tail;

@@ -7,20 +7,14 @@
 #include <gtest/gtest.h>
 
 #include "collectives/layout.h"
+#include "tests/schedule_parts.h"
 
 namespace baton {
 namespace {
 
 ScheduleSplit SplitOf(const NodeLayout& layout, int node, const OpSignature& sig) {
-  PlanInput in;
-  in.sig = sig;
-  in.layout = &layout;
-  in.node = node;
-  in.algorithm = Algorithm::kRing;
-  Schedule schedule;
-  EXPECT_TRUE(BuildSchedule(in, &schedule).ok()) << sig.ToString();
   ScheduleSplit split;
-  EXPECT_TRUE(SplitForDeviceEnds(schedule, &split)) << sig.ToString();
+  EXPECT_TRUE(SplitForDeviceEnds(NodeSchedule(layout, node, sig), &split)) << sig.ToString();
   return split;
 }
 
