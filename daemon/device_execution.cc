@@ -82,18 +82,18 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
     ranks.clear();
     for (const LocalOp& op : ops) ranks.push_back(op.rank);
     std::sort(ranks.begin(), ranks.end());
-  }
-  if (spread_it && ops[0].sig.collective == Collective::kAllReduce) {
-    if (!spread_sig || !(*spread_sig == ops[0].sig) || spread_ranks != ranks) {
-      spread_sig.reset();
-      BATON_RETURN_IF_ERROR(BuildSpreadAllReduce(ops[0].sig, ranks, world, &spread));
-      spread_sig = ops[0].sig;
-      spread_ranks = ranks;
+    if (ops[0].sig.collective == Collective::kAllReduce) {
+      if (!spread_sig || !(*spread_sig == ops[0].sig) || spread_ranks != ranks) {
+        spread_sig.reset();
+        BATON_RETURN_IF_ERROR(BuildSpreadAllReduce(ops[0].sig, ranks, world, &spread));
+        spread_sig = ops[0].sig;
+        spread_ranks = ranks;
+      }
+      run = &spread;
+    } else {
+      spread_copy_out = schedule;
+      if (SpreadCopyOut(ranks, &spread_copy_out)) run = &spread_copy_out;
     }
-    run = &spread;
-  } else if (spread_it) {
-    spread_copy_out = schedule;
-    if (SpreadCopyOut(ranks, &spread_copy_out)) run = &spread_copy_out;
   }
   DeviceMemory memory{&buffers, {}};
   if (run->scratch_bytes > 0) {

@@ -9,7 +9,8 @@
 # with the GPU path off, --gpu-collectives off, for the cost of staging, and
 # 1x4 with the AllReduce spread over the ranks, --gpu-allreduce spread;
 # and FSDP's two collectives, ReduceScatter on 1x4 and 2x2 and AllGather on
-# 2x2, device vs host buffers the same way); then the PyTorch backend's CUDA tensors (scripts/gpu-torch-check.sh).
+# 2x2, device vs host buffers the same way); then the PyTorch backend's
+# CUDA tensors (scripts/gpu-torch-check.sh).
 # Everything it prints is also written under OUTDIR (default gpu-results/).
 #   scripts/gpu-check.sh [OUTDIR]
 #       installs the dependencies and builds with -DBATON_CUDA=ON first
