@@ -44,7 +44,7 @@ Status DeviceEnds::RunHead(const Schedule& schedule, const std::vector<LocalOp>&
   scratch_bytes_ = std::max(split_.head.scratch_bytes, split_.tail.scratch_bytes);
   if (scratch_bytes_ > 0) {
     if (shares.empty()) shares.push_back({0, scratch_bytes_, -1});
-    if (Status got = AllocateScratch(shares); !got.ok()) {
+    if (Status got = AllocateScratchPieces(shares, buffers_, devices_.front(), &scratch_); !got.ok()) {
       BATON_DEBUG(kColl, "{}: no GPU scratch for its local steps ({}); staging every buffer", sig.ToString(),
                   got.ToString());
       return Status::Ok();
@@ -79,35 +79,6 @@ Status DeviceEnds::AddHeadOutputs(const std::vector<RankBuffers>& host, gpu::Pin
   BATON_RETURN_IF_ERROR(pinned.Acquire(split_.middle.scratch_bytes, &host_scratch_));
   host_scratch_bytes_ = split_.middle.scratch_bytes;
   return AppendScratchSpans(split_.head, split_.tail, scratch_, host_scratch_.data(), spans);
-}
-
-Status DeviceEnds::AllocateScratch(const std::vector<ScratchShare>& shares) {
-  // Each share on its rank's GPU (rank -1: the first local GPU); a GPU's
-  // shares one after another in its one allocation.
-  auto device_of = [&](int rank) {
-    if (rank < 0) return devices_.front();
-    const DeviceRankBuffers& b = buffers_[rank];
-    return b.send_device >= 0 ? b.send_device : b.recv_device >= 0 ? b.recv_device : devices_.front();
-  };
-  scratch_.clear();
-  std::vector<std::pair<int, uint64_t>> used;  // (GPU, bytes of its shares)
-  for (const ScratchShare& share : shares) {
-    const int device = device_of(share.rank);
-    auto it = std::find_if(used.begin(), used.end(), [&](const auto& u) { return u.first == device; });
-    if (it == used.end()) it = used.insert(used.end(), {device, 0});
-    scratch_.push_back({share.offset, share.bytes, nullptr, device});
-    it->second += share.bytes;
-  }
-  for (auto& [device, bytes] : used) {
-    uint8_t* base = nullptr;
-    BATON_RETURN_IF_ERROR(gpu::ThreadScratch(device, bytes, &base));
-    for (ScratchPiece& piece : scratch_) {
-      if (piece.device != device) continue;
-      piece.ptr = base;
-      base += piece.bytes;
-    }
-  }
-  return Status::Ok();
 }
 
 Status DeviceEnds::RunTail() const {

@@ -95,10 +95,6 @@ class DeviceEnds {
   const Schedule& tail() const { return split_.tail; }
 
  private:
-  // Fills scratch_ with `shares` (covering scratch_bytes_), each on the GPU
-  // of its rank's buffers.
-  Status AllocateScratch(const std::vector<ScratchShare>& shares);
-
   bool active_ = false;
   // Reused from call to call (one object per communicator's worker).
   ScheduleSplit split_;

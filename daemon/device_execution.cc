@@ -6,6 +6,7 @@
 #include "collectives/device_steps.h"
 #include "collectives/spread_allreduce.h"
 #include "collectives/spread_copy_out.h"
+#include "collectives/spread_reduce.h"
 #include "common/logging.h"
 #include "gpu/step_runner.h"
 
@@ -59,6 +60,34 @@ bool LocalRanksOnDevices(const std::vector<LocalOp>& ops, int world, std::vector
   return true;
 }
 
+Status AllocateScratchPieces(const std::vector<ScratchShare>& shares, const std::vector<DeviceRankBuffers>& buffers,
+                             int first_device, std::vector<ScratchPiece>* pieces) {
+  auto device_of = [&](int rank) {
+    if (rank < 0) return first_device;
+    const DeviceRankBuffers& b = buffers[rank];
+    return b.send_device >= 0 ? b.send_device : b.recv_device >= 0 ? b.recv_device : first_device;
+  };
+  pieces->clear();
+  std::vector<std::pair<int, uint64_t>> used;  // (GPU, bytes of its shares)
+  for (const ScratchShare& share : shares) {
+    const int device = device_of(share.rank);
+    auto it = std::find_if(used.begin(), used.end(), [&](const auto& u) { return u.first == device; });
+    if (it == used.end()) it = used.insert(used.end(), {device, 0});
+    pieces->push_back({share.offset, share.bytes, nullptr, device});
+    it->second += share.bytes;
+  }
+  for (const auto& [device, bytes] : used) {
+    uint8_t* base = nullptr;
+    BATON_RETURN_IF_ERROR(gpu::ThreadScratch(device, bytes, &base));
+    for (ScratchPiece& piece : *pieces) {
+      if (piece.device != device) continue;
+      piece.ptr = base;
+      base += piece.bytes;
+    }
+  }
+  return Status::Ok();
+}
+
 Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, GpuAllReduceShape shape,
                     const Schedule** ran) {
   *ran = nullptr;
@@ -68,28 +97,37 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
   std::vector<int> devices;
   if (!LocalRanksOnDevices(ops, world, &buffers, &devices)) return Status::Ok();
   // Ranks on several GPUs: an AllReduce spreads its reduction over them
-  // (spread_allreduce.h), a Broadcast its copies (spread_copy_out.h); on
-  // one GPU the host's shape needs fewer launches. Training repeats the
-  // same AllReduce: the last spread one is kept. A copy-out is rewritten
-  // from the schedule itself (which in-place ranks shape), call by call.
+  // (spread_allreduce.h), a Reduce its folds (spread_reduce.h), a Broadcast
+  // its copies (spread_copy_out.h); on one GPU the host's shape needs fewer
+  // launches. Training repeats the same AllReduce: the last spread
+  // reduction is kept. A copy-out is rewritten from the schedule itself
+  // (which in-place ranks shape), call by call.
   const Schedule* run = &schedule;
   thread_local Schedule spread, spread_copy_out;
   thread_local std::optional<OpSignature> spread_sig;
   thread_local std::vector<int> ranks, spread_ranks;
+  thread_local std::vector<ScratchShare> spread_shares;  // of `spread`; empty: scratch on the first GPU
+  thread_local std::vector<ScratchShare> shares;
+  shares.clear();
   const bool spread_it =
       shape == GpuAllReduceShape::kSpread || (shape == GpuAllReduceShape::kAuto && devices.size() > 1);
   if (spread_it) {
     ranks.clear();
     for (const LocalOp& op : ops) ranks.push_back(op.rank);
     std::sort(ranks.begin(), ranks.end());
-    if (ops[0].sig.collective == Collective::kAllReduce) {
-      if (!spread_sig || !(*spread_sig == ops[0].sig) || spread_ranks != ranks) {
+    const OpSignature& sig = ops[0].sig;
+    if (sig.collective == Collective::kAllReduce || sig.collective == Collective::kReduce) {
+      if (!spread_sig || !(*spread_sig == sig) || spread_ranks != ranks) {
         spread_sig.reset();
-        BATON_RETURN_IF_ERROR(BuildSpreadAllReduce(ops[0].sig, ranks, world, &spread));
-        spread_sig = ops[0].sig;
+        spread_shares.clear();
+        BATON_RETURN_IF_ERROR(sig.collective == Collective::kAllReduce
+                                  ? BuildSpreadAllReduce(sig, ranks, world, &spread)
+                                  : BuildSpreadReduce(sig, ranks, world, &spread, &spread_shares));
+        spread_sig = sig;
         spread_ranks = ranks;
       }
       run = &spread;
+      shares = spread_shares;
     } else {
       spread_copy_out = schedule;
       if (SpreadCopyOut(ranks, &spread_copy_out)) run = &spread_copy_out;
@@ -97,9 +135,8 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
   }
   DeviceMemory memory{&buffers, {}};
   if (run->scratch_bytes > 0) {
-    uint8_t* scratch = nullptr;
-    BATON_RETURN_IF_ERROR(gpu::ThreadScratch(devices.front(), run->scratch_bytes, &scratch));
-    memory.scratch.push_back({0, run->scratch_bytes, scratch, devices.front()});
+    if (shares.empty()) shares.push_back({0, run->scratch_bytes, -1});
+    BATON_RETURN_IF_ERROR(AllocateScratchPieces(shares, buffers, devices.front(), &memory.scratch));
   }
   if (Status planned = PlanDeviceSteps(*run, memory, &steps); !planned.ok()) {
     BATON_DEBUG(kColl, "{}: not run on the GPUs ({}); staging through host memory", ops[0].sig.ToString(),

@@ -15,8 +15,10 @@
 //   * the schedule can run on GPUs exactly as on the host (PlanDeviceSteps).
 //
 // Ranks on one GPU run the host's schedule, so the GPU result is the host
-// path's bit for bit; an AllReduce over several GPUs runs the spread shape,
-// whose rounding may differ (spread_allreduce.h).
+// path's bit for bit; over several GPUs an AllReduce runs the spread shape,
+// whose rounding may differ (spread_allreduce.h), and a Reduce and a
+// copy-out spread shapes that give the host's bits (spread_reduce.h,
+// spread_copy_out.h).
 #pragma once
 
 #include <vector>
@@ -24,6 +26,7 @@
 #include "collectives/device_steps.h"
 #include "collectives/schedule.h"
 #include "collectives/spread_allreduce.h"
+#include "collectives/spread_scratch_fold.h"
 #include "common/status.h"
 #include "daemon/local_op.h"
 
@@ -44,12 +47,20 @@ bool WorkerDecidesStaging(const LocalOp& op);
 bool LocalRanksOnDevices(const std::vector<LocalOp>& ops, int world, std::vector<DeviceRankBuffers>* buffers,
                          std::vector<int>* devices);
 
+// Sets `pieces` to GPU scratch for `shares` (scratch offsets and the local
+// rank whose GPU holds each, as spread_scratch_fold.h gives them), each on
+// the GPU of that rank's buffers in `buffers` (rank -1: `first_device`); a
+// GPU's pieces lie one after another in its one allocation, this thread's
+// (gpu::ThreadScratch: valid until this thread asks for that GPU's again).
+Status AllocateScratchPieces(const std::vector<ScratchShare>& shares, const std::vector<DeviceRankBuffers>& buffers,
+                             int first_device, std::vector<ScratchPiece>* pieces);
+
 // Runs `schedule` (one node's, for `ops`, the local ranks' parts, of a
 // communicator of `world` ranks) on the GPUs if the conditions above hold,
 // and returns its status with *ran = the schedule that ran: `schedule`, or
 // when `shape` asks for it the spread one of an AllReduce
-// (collectives/spread_allreduce.h) or of a copy-out such as a Broadcast's
-// (collectives/spread_copy_out.h), valid until this thread's next call.
+// (collectives/spread_allreduce.h), of a Reduce (spread_reduce.h) or of a
+// copy-out such as a Broadcast's (spread_copy_out.h), valid until this thread's next call.
 // Otherwise returns OK with *ran = null and touches nothing.
 Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, int world, GpuAllReduceShape shape,
                     const Schedule** ran);

@@ -75,7 +75,8 @@ options:
                          reducing its share of the vector, or gathered, every
                          reduction on the first rank's GPU (default auto: spread
                          when the ranks are on more than one GPU); the same
-                         for the copies of a Broadcast, and across nodes of an
+                         for the folds of a Reduce and the copies of a
+                         Broadcast, and across nodes of an
                          AllGather's or Broadcast's copy-out to every rank and
                          of a ReduceScatter's or Reduce's fold of the node
   --device-sharing any|fd-only

@@ -15,7 +15,9 @@
 #include "collectives/reference.h"
 #include "collectives/spread_allreduce.h"
 #include "collectives/spread_copy_out.h"
+#include "collectives/spread_reduce.h"
 #include "tests/gpu_orders.h"
+#include "tests/schedule_parts.h"
 #include "tests/schedule_simulator.h"
 
 namespace baton::test {
@@ -37,16 +39,11 @@ const Collective kCollectives[] = {Collective::kAllReduce, Collective::kBroadcas
                                    Collective::kAllGather, Collective::kReduceScatter, Collective::kScatter,
                                    Collective::kGather, Collective::kAllToAll};
 
-std::vector<int> AllRanks(int world) {
-  std::vector<int> ranks(static_cast<size_t>(world));
-  for (int r = 0; r < world; ++r) ranks[r] = r;
-  return ranks;
-}
-
 // Plans `sig` on one node of dc.ranks ranks (BuildSchedule's shape, or with
-// `spread` the spread AllReduce's or the spread copy-out of a Broadcast's),
-// checks the ordering property, runs the
-// plan in three orders and checks every rank's result.
+// `spread` the spread AllReduce's or Reduce's, or the spread copy-out of a
+// Broadcast's, the spread Reduce's scratch pieces each in an allocation of
+// its own on its owner's GPU), checks the ordering property, runs the plan
+// in three orders and checks every rank's result.
 void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place, bool spread = false) {
   const NodeLayout layout = NodeLayout::Blocked({dc.ranks});
   const int world = dc.ranks;
@@ -56,12 +53,15 @@ void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place
     in.in_place_ranks = probe.in_place_ranks;
   }
   Schedule schedule;
+  std::vector<ScratchShare> shares;
   if (spread && sig.collective == Collective::kAllReduce) {
     ASSERT_TRUE(BuildSpreadAllReduce(sig, AllRanks(world), world, &schedule).ok());
+  } else if (spread && sig.collective == Collective::kReduce) {
+    ASSERT_TRUE(BuildSpreadReduce(sig, AllRanks(world), world, &schedule, &shares).ok());
   } else {
     ASSERT_TRUE(BuildSchedule(in, &schedule).ok());
   }
-  if (spread && sig.collective != Collective::kAllReduce) {
+  if (spread && sig.collective == Collective::kBroadcast) {
     ASSERT_TRUE(SpreadCopyOut(AllRanks(world), &schedule)) << sig.ToString();
   }
   // Three runs, each from fresh buffers: GPU order as queued, last GPU
@@ -73,8 +73,14 @@ void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place
       const int gpu = r / dc.ranks_per_gpu;
       buffers[r] = {mem.sim[r].send, mem.sim[r].send_bytes, gpu, mem.sim[r].recv, mem.sim[r].recv_bytes, gpu};
     }
-    std::vector<uint8_t> scratch(schedule.scratch_bytes);
-    const DeviceMemory memory{&buffers, {{0, scratch.size(), scratch.data(), 0}}};
+    std::vector<std::vector<uint8_t>> scratch;
+    DeviceMemory memory{&buffers, {}};
+    if (shares.empty()) shares.push_back({0, schedule.scratch_bytes, 0});
+    scratch.reserve(shares.size());
+    for (const ScratchShare& share : shares) {
+      scratch.emplace_back(share.bytes, 0x5A);
+      memory.scratch.push_back({share.offset, share.bytes, scratch.back().data(), share.rank / dc.ranks_per_gpu});
+    }
     std::vector<DeviceStep> steps;
     const Status st = PlanDeviceSteps(schedule, memory, &steps);
     ASSERT_TRUE(st.ok()) << sig.ToString() << ": " << st.ToString();
@@ -107,9 +113,10 @@ TEST_P(DeviceStepsMatrix, AnyOrderTheGpusMayChooseGivesTheReference) {
           const OpSignature sig{coll, t, o, HasRoot(coll) ? dc.ranks - 1 : -1, count};
           PlanRunAndCheck(dc, sig, in_place);
           if (HasFailure()) return;
-          // What the daemon runs for an AllReduce over several GPUs, and
-          // for a Broadcast over three or more.
-          if ((coll == Collective::kAllReduce || (coll == Collective::kBroadcast && dc.ranks > 2)) &&
+          // What the daemon runs for an AllReduce or a Reduce over several
+          // GPUs, and for a Broadcast over three or more.
+          if ((coll == Collective::kAllReduce || coll == Collective::kReduce ||
+               (coll == Collective::kBroadcast && dc.ranks > 2)) &&
               dc.ranks_per_gpu < dc.ranks) {
             PlanRunAndCheck(dc, sig, in_place, /*spread=*/true);
             if (HasFailure()) return;

@@ -16,6 +16,14 @@ inline std::vector<Step> AllSteps(const Schedule& s) {
   return out;
 }
 
+// Ranks 0..world-1, in rank order: one node's local ranks when it holds
+// them all.
+inline std::vector<int> AllRanks(int world) {
+  std::vector<int> ranks(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) ranks[r] = r;
+  return ranks;
+}
+
 // Node `node`'s schedule for `sig` over `layout` (a failure to build fails
 // the test).
 inline Schedule NodeSchedule(const NodeLayout& layout, int node, const OpSignature& sig,
