@@ -5,13 +5,21 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "common/byte_size.h"
+#include "common/types.h"
+#include "tools/bench_support/sizes.h"
 
 namespace baton::compare {
 namespace {
+
+// What every system implements (System): the collectives training uses most.
+constexpr Collective kSweptOps[] = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                                    Collective::kBroadcast};
 
 const char* kUsage = R"(options (the same for every system):
   --ops LIST     allreduce,allgather,reducescatter,broadcast (default: all four)
@@ -25,58 +33,33 @@ const char* kUsage = R"(options (the same for every system):
   --json FILE    append one JSON object per row (rank 0)
 )";
 
-const char* OpName(Op op) {
-  switch (op) {
-    case Op::kAllReduce: return "allreduce";
-    case Op::kAllGather: return "allgather";
-    case Op::kReduceScatter: return "reducescatter";
-    case Op::kBroadcast: return "broadcast";
-  }
-  return "?";
-}
-
 // Rank r's input element i: a small integer, so that sums over a few ranks
 // are exact in float32 and every system must produce exactly this.
 float Pattern(int r, uint64_t i) { return static_cast<float>((i * 7 + static_cast<uint64_t>(r) * 13) % 61); }
-
-// Elements per rank ("count" as MPI defines it) for a row of `bytes`, and
-// the busbw factor (nccl-tests' definitions).
-uint64_t CountFor(Op op, uint64_t bytes, int n) {
-  const uint64_t elems = bytes / sizeof(float);
-  return (op == Op::kAllGather || op == Op::kReduceScatter) ? elems / static_cast<uint64_t>(n) : elems;
-}
-double BusFactor(Op op, int n) {
-  switch (op) {
-    case Op::kAllReduce: return 2.0 * (n - 1) / n;
-    case Op::kAllGather: case Op::kReduceScatter: return double(n - 1) / n;
-    case Op::kBroadcast: return 1;
-  }
-  return 1;
-}
 
 struct Buffers {
   float* send;
   float* recv;
 };
 
-bool RunOnce(System& s, Op op, const Buffers& b, uint64_t count) {
+bool RunOnce(System& s, Collective op, const Buffers& b, uint64_t count) {
   switch (op) {
-    case Op::kAllReduce: return s.AllReduce(b.send, b.recv, count);
-    case Op::kAllGather: return s.AllGather(b.send, b.recv, count);
-    case Op::kReduceScatter: return s.ReduceScatter(b.send, b.recv, count);
-    case Op::kBroadcast: return s.Broadcast(b.recv, count);
+    case Collective::kAllReduce: return s.AllReduce(b.send, b.recv, count);
+    case Collective::kAllGather: return s.AllGather(b.send, b.recv, count);
+    case Collective::kReduceScatter: return s.ReduceScatter(b.send, b.recv, count);
+    case Collective::kBroadcast: return s.Broadcast(b.recv, count);
+    default: return false;  // RunSweep takes only kSweptOps
   }
-  return false;
 }
 
 // Fills the inputs with the pattern, runs once, and counts wrong elements.
-uint64_t CheckOnce(System& s, Op op, const Buffers& b, uint64_t count, bool* ok) {
+uint64_t CheckOnce(System& s, Collective op, const Buffers& b, uint64_t count, bool* ok) {
   const int n = s.size(), me = s.rank();
-  const uint64_t in = op == Op::kReduceScatter ? count * n : count;
-  const uint64_t out = op == Op::kAllGather ? count * n : count;
+  const uint64_t in = op == Collective::kReduceScatter ? count * n : count;
+  const uint64_t out = op == Collective::kAllGather ? count * n : count;
   for (uint64_t i = 0; i < in; ++i) b.send[i] = Pattern(me, i);
   for (uint64_t i = 0; i < out; ++i) b.recv[i] = -1;
-  if (op == Op::kBroadcast && me == 0) {
+  if (op == Collective::kBroadcast && me == 0) {
     for (uint64_t i = 0; i < count; ++i) b.recv[i] = Pattern(0, i);
   }
   *ok = RunOnce(s, op, b, count);
@@ -85,16 +68,16 @@ uint64_t CheckOnce(System& s, Op op, const Buffers& b, uint64_t count, bool* ok)
   for (uint64_t i = 0; i < out; ++i) {
     float want = 0;
     switch (op) {
-      case Op::kAllReduce:
+      case Collective::kAllReduce:
         for (int r = 0; r < n; ++r) want += Pattern(r, i);
         break;
-      case Op::kAllGather:
+      case Collective::kAllGather:
         want = Pattern(static_cast<int>(i / count), i % count);
         break;
-      case Op::kReduceScatter:
+      case Collective::kReduceScatter:
         for (int r = 0; r < n; ++r) want += Pattern(r, static_cast<uint64_t>(me) * count + i);
         break;
-      case Op::kBroadcast:
+      default:  // Broadcast
         want = Pattern(0, i);
         break;
     }
@@ -137,17 +120,15 @@ bool ParseSweepOptions(int argc, char** argv, SweepOptions* o) {
 }
 
 int RunSweep(System& s, const SweepOptions& o) {
-  std::vector<Op> ops;
+  std::vector<Collective> ops;
   std::stringstream list(o.ops);
   for (std::string item; std::getline(list, item, ',');) {
-    if (item == "allreduce") ops.push_back(Op::kAllReduce);
-    else if (item == "allgather") ops.push_back(Op::kAllGather);
-    else if (item == "reducescatter") ops.push_back(Op::kReduceScatter);
-    else if (item == "broadcast") ops.push_back(Op::kBroadcast);
-    else {
-      std::fprintf(stderr, "unknown op '%s'\n", item.c_str());
+    const std::optional<Collective> op = ParseCollective(item);
+    if (!op || std::find(std::begin(kSweptOps), std::end(kSweptOps), *op) == std::end(kSweptOps)) {
+      std::fprintf(stderr, "unknown op '%s': say allreduce, allgather, reducescatter or broadcast\n", item.c_str());
       return 2;
     }
+    ops.push_back(*op);
   }
   const int n = s.size(), me = s.rank();
   // Every op's input and output fit in max_bytes (nccl-tests' size is the
@@ -169,13 +150,12 @@ int RunSweep(System& s, const SweepOptions& o) {
   }
   uint64_t all_wrong = 0;
   bool failed = false;
-  for (Op op : ops) {
+  for (Collective op : ops) {
     for (double sz = static_cast<double>(o.min_bytes); sz <= static_cast<double>(o.max_bytes) && !failed;
          sz *= o.factor) {
-      const uint64_t count = CountFor(op, static_cast<uint64_t>(sz), n);
+      const uint64_t count = bench::CountForSize(op, static_cast<uint64_t>(sz), sizeof(float), n);
       if (count == 0) continue;
-      const uint64_t bytes = (op == Op::kAllGather || op == Op::kReduceScatter) ? count * n * sizeof(float)
-                                                                                 : count * sizeof(float);
+      const uint64_t bytes = bench::SizeOfCount(op, count, sizeof(float), n);
       const int runs = static_cast<int>(
           std::clamp<uint64_t>(o.budget / bytes, 3, static_cast<uint64_t>(std::max(o.iters, 3))));
       bool ok = true;
@@ -191,9 +171,9 @@ int RunSweep(System& s, const SweepOptions& o) {
       }
       all_wrong += wrong;
       const double algbw = static_cast<double>(bytes) / (us * 1e3);
-      const double busbw = algbw * BusFactor(op, n);
+      const double busbw = algbw * bench::BusBandwidthFactor(op, n);
       if (me == 0) {
-        std::printf("  %-13s %12llu %8d %12.2f %10.3f %10.3f %7llu\n", OpName(op),
+        std::printf("  %-13s %12llu %8d %12.2f %10.3f %10.3f %7llu\n", CollectiveName(op),
                     static_cast<unsigned long long>(bytes), runs, us, algbw, busbw,
                     static_cast<unsigned long long>(wrong));
         std::fflush(stdout);
@@ -201,7 +181,7 @@ int RunSweep(System& s, const SweepOptions& o) {
           std::fprintf(json,
                        "{\"system\": \"%s\", \"config\": \"%s\", \"ranks\": %d, \"op\": \"%s\", \"bytes\": %llu, "
                        "\"runs\": %d, \"time_us\": %.3f, \"algbw\": %.6f, \"busbw\": %.6f, \"wrong\": %llu}\n",
-                       s.name().c_str(), o.label.c_str(), n, OpName(op), static_cast<unsigned long long>(bytes),
+                       s.name().c_str(), o.label.c_str(), n, CollectiveName(op), static_cast<unsigned long long>(bytes),
                        runs, us, algbw, busbw, static_cast<unsigned long long>(wrong));
         }
       }

@@ -18,8 +18,6 @@
 
 namespace baton::compare {
 
-enum class Op { kAllReduce, kAllGather, kReduceScatter, kBroadcast };
-
 // One system's collectives on float32 buffers. Counts are in elements as in
 // MPI: AllGather's `count` is what each rank contributes, ReduceScatter's
 // what each rank receives. Broadcast is in place from rank 0. A method
