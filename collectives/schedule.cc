@@ -1,5 +1,6 @@
 #include "collectives/schedule.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace baton {
@@ -29,6 +30,17 @@ std::string RegionString(const Region& r) {
 }
 
 }  // namespace
+
+bool SameSteps(const Schedule& a, const Schedule& b) {
+  std::vector<const Step*> sa, sb;
+  for (const Phase& p : a.phases) {
+    for (const Step& s : p.steps) sa.push_back(&s);
+  }
+  for (const Phase& p : b.phases) {
+    for (const Step& s : p.steps) sb.push_back(&s);
+  }
+  return std::equal(sa.begin(), sa.end(), sb.begin(), sb.end(), [](const Step* x, const Step* y) { return *x == *y; });
+}
 
 std::string Schedule::ToString() const {
   std::ostringstream os;

@@ -63,6 +63,7 @@ struct Step {
            (kind == StepKind::kRecvReduce && src.bytes > 0);
   }
   bool WritesDst() const { return kind != StepKind::kSend; }
+  bool operator==(const Step&) const = default;
 };
 
 struct Phase {
@@ -75,6 +76,10 @@ struct Schedule {
 
   std::string ToString() const;  // one line per step, for logs and tests
 };
+
+// Whether `a` and `b` have the same steps in the same order, however they
+// are cut into phases (a rewrite checking that a part is the shape it knows).
+bool SameSteps(const Schedule& a, const Schedule& b);
 
 enum class Algorithm { kAuto, kRing, kRecursiveDoubling, kDirect, kHalvingDoubling, kDoubleTree };
 const char* AlgorithmName(Algorithm a);

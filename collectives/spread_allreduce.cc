@@ -33,20 +33,6 @@ void CopyChunkToOthers(ScheduleBuilder& b, const SpreadChunks& chunks, const std
   }
 }
 
-bool SameSteps(const Schedule& a, const Schedule& b) {
-  std::vector<const Step*> sa, sb;
-  for (const Phase& p : a.phases) {
-    for (const Step& s : p.steps) sa.push_back(&s);
-  }
-  for (const Phase& p : b.phases) {
-    for (const Step& s : p.steps) sb.push_back(&s);
-  }
-  return std::equal(sa.begin(), sa.end(), sb.begin(), sb.end(), [](const Step* x, const Step* y) {
-    return x->kind == y->kind && x->src == y->src && x->dst == y->dst && x->peer == y->peer &&
-           x->divisor == y->divisor;
-  });
-}
-
 }  // namespace
 
 const char* GpuAllReduceShapeName(GpuAllReduceShape s) {

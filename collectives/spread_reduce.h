@@ -19,6 +19,10 @@
 // The cost is launches (a copy per chunk more) and (n-1)/n of a vector of
 // scratch spread over the GPUs; batond spreads only over several GPUs unless
 // told (--gpu-allreduce).
+//
+// Within one node the whole Reduce is that; across nodes, the root node's
+// head (SpreadReduceHead). A non-root node folds into scratch, which
+// SpreadScratchFold spreads.
 #pragma once
 
 #include <vector>
@@ -37,5 +41,20 @@ namespace baton {
 // collective, a root that is not one of `ranks`, or ranks on several nodes.
 Status BuildSpreadReduce(const OpSignature& sig, const std::vector<int>& ranks, int world, Schedule* out,
                          std::vector<ScratchShare>* shares);
+
+// Across nodes, with a node's local ends on its GPUs (daemon/device_ends.h),
+// the root's node begins the same way: its head folds the node's ranks into
+// the root's receive buffer, where the network part then reduces the other
+// nodes' vectors in. This rewrites that head (of `split`, one node's split
+// over `local`, its ranks in rank order) as above: chunk k folded on local
+// rank k's GPU, in the host's order, then copied into the root's buffer
+// (an average's division stays at the end of the schedule). The scratch
+// pieces are the head's own (the middle and the tail use none): never
+// staged. `shares` is set to them, in offset order. False, leaving both as
+// they were, unless `sig` is a Reduce whose root is one of `local` (two or
+// more), the head exactly that fold, and the middle and the tail free of
+// scratch.
+bool SpreadReduceHead(const OpSignature& sig, const std::vector<int>& local, ScheduleSplit* split,
+                      std::vector<ScratchShare>* shares);
 
 }  // namespace baton

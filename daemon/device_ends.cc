@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectives/spread_copy_out.h"
+#include "collectives/spread_reduce.h"
 #include "collectives/spread_scratch_fold.h"
 #include "common/logging.h"
 #include "daemon/device_execution.h"
@@ -25,8 +26,9 @@ Status DeviceEnds::RunHead(const Schedule& schedule, const std::vector<LocalOp>&
   // Ranks on several GPUs: an AllReduce's ends spread over them, as within
   // a node (device_execution.cc), and so do another collective's copy-out
   // of one vector to every rank (an AllGather's, a Broadcast's) and its
-  // fold of the node into scratch (a ReduceScatter's); on one GPU the
-  // gathered ends need fewer launches.
+  // fold of the node into scratch (a ReduceScatter's), or into the root's
+  // buffer on a Reduce's root node; on one GPU the gathered ends need
+  // fewer launches.
   std::vector<ScratchShare> shares;  // empty: all scratch on the first local GPU
   if (shape == GpuAllReduceShape::kSpread || (shape == GpuAllReduceShape::kAuto && devices_.size() > 1)) {
     local_ranks_.clear();
@@ -35,7 +37,7 @@ Status DeviceEnds::RunHead(const Schedule& schedule, const std::vector<LocalOp>&
     // Each false: ends of another shape, left as they are.
     if (!SpreadAllReduceEnds(sig, local_ranks_, world, &split_)) {
       SpreadCopyOut(local_ranks_, &split_.tail);
-      SpreadScratchFold(local_ranks_, &split_, &shares);
+      if (!SpreadReduceHead(sig, local_ranks_, &split_, &shares)) SpreadScratchFold(local_ranks_, &split_, &shares);
     }
   }
   // Ends that use the scratch space (a ReduceScatter's work vector) get
@@ -72,7 +74,9 @@ Status DeviceEnds::AddHeadOutputs(const std::vector<RankBuffers>& host, gpu::Pin
                                   std::vector<StagedSpan>* spans) {
   if (!active_) return Status::Ok();
   BATON_RETURN_IF_ERROR(AppendHeadOutputs(split_.head, buffers_, host, spans));
-  if (scratch_bytes_ == 0) return Status::Ok();
+  // Ends whose scratch is their own, the middle having none (a spread
+  // Reduce head's pieces): nothing to stage.
+  if (scratch_bytes_ == 0 || split_.middle.scratch_bytes == 0) return Status::Ok();
   if (split_.middle.scratch_bytes < scratch_bytes_) {
     return Status::Internal("ends that use more scratch than their schedule");
   }

@@ -73,9 +73,10 @@ class DeviceEnds {
                  const Schedule** host_part);
   // Whether the last RunHead ran the head on the GPUs.
   bool active() const { return active_; }
-  // Whether, doing so, its ends use the scratch space: the middle then runs
-  // on host_scratch(), which the staging spans too (AddHeadOutputs).
-  bool uses_scratch() const { return active_ && scratch_bytes_ > 0; }
+  // Whether, doing so, its ends share the scratch space with the middle,
+  // which then runs on host_scratch(), which the staging spans too
+  // (AddHeadOutputs; set there).
+  bool uses_scratch() const { return active_ && host_scratch_bytes_ > 0; }
   // The middle's scratch space when uses_scratch(): pinned memory from the
   // pool given to AddHeadOutputs, the middle's scratch_bytes, held until
   // the next RunHead.

@@ -221,7 +221,8 @@ const MatrixCase kCases[] = {
      {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice}, true,
      {"--gpu-allreduce", "spread"}},
     // Three per node: an AllGather's and a Broadcast's copy-out spread too
-    // (spread_copy_out.h; two ranks per node leave nothing to spread).
+    // (spread_copy_out.h; two ranks per node leave nothing to spread), and
+    // the Reduce root node's head (spread_reduce.h).
     {"2nodes_x3_device_stream_spread", 2, {0, 0, 0, 1, 1, 1},
      {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice,
       Placement::kDevice},

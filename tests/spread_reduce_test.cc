@@ -1,9 +1,10 @@
 // SpreadReduce (collectives/spread_reduce.h): each GPU folds its chunk, the
 // root's GPU takes in (n-1)/n of a vector instead of n-1 vectors, and the
 // result is the host schedule's bit for bit, in every order GPUs may
-// choose. (That it is the reference, element by element, for every dtype,
-// reduction and in-place root, is checked with the other single-node
-// schedules by device_steps_test.cc.)
+// choose; across nodes, where the root node's head puts its pieces. (That
+// the results are the reference, element by element, for every dtype,
+// reduction and in-place root, is checked with the other schedules by
+// device_steps_test.cc within a node and staging_plan_test.cc across.)
 #include "collectives/spread_reduce.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,8 @@
 
 #include "collectives/device_steps.h"
 #include "collectives/layout.h"
+#include "collectives/network_split.h"
+#include "collectives/spread_chunks.h"
 #include "tests/gpu_orders.h"
 #include "tests/schedule_parts.h"
 #include "tests/schedule_simulator.h"
@@ -157,6 +160,77 @@ TEST(SpreadReduce, GivesTheHostSchedulesBitsInEveryOrder) {
       }
     }
   }
+}
+
+// Across nodes, on the root's node (ranks 3..5 of two nodes of three, root
+// 4): the head folds chunk k on local rank k's GPU, in scratch of its own
+// (the middle has none), and copies it into the root's buffer; the middle
+// and the tail are left as they were.
+TEST(SpreadReduce, TheRootNodesHeadFoldsOnEveryGpu) {
+  const NodeLayout layout = NodeLayout::Blocked({3, 3});
+  for (auto [count, algo] : {std::pair{uint64_t{1} << 16, Algorithm::kRing}, std::pair{uint64_t{16}, Algorithm::kRing},
+                             std::pair{uint64_t{1} << 16, Algorithm::kHalvingDoubling}}) {
+    const OpSignature sig{Collective::kReduce, DataType::kFloat32, RedOp::kAvg, 4, count};
+    SCOPED_TRACE(sig.ToString() + " " + AlgorithmName(algo));
+    ScheduleSplit split;
+    ASSERT_TRUE(SplitForDeviceEnds(NodeSchedule(layout, 1, sig, algo), &split));
+    const std::string middle = split.middle.ToString(), tail = split.tail.ToString();
+    ASSERT_EQ(split.middle.scratch_bytes, 0u);
+    std::vector<ScratchShare> shares;
+    ASSERT_TRUE(SpreadReduceHead(sig, {3, 4, 5}, &split, &shares));
+    EXPECT_EQ(split.middle.ToString(), middle);
+    EXPECT_EQ(split.tail.ToString(), tail) << "the average's division stays in the tail";
+    // The pieces: chunk 0 on rank 3's GPU, chunk 2 on rank 5's (chunk 1 is
+    // the root's, folded in its buffer); a short vector has no chunk 2.
+    const SpreadChunks chunks(count * 4, 3);
+    std::vector<ScratchShare> want;
+    uint64_t at = 0;
+    for (uint64_t k : {0u, 2u}) {
+      const uint64_t len = chunks.span(k).second;
+      if (len == 0) continue;
+      want.push_back({at, len, static_cast<int>(3 + k)});
+      at += len;
+    }
+    ASSERT_EQ(shares.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(shares[i].offset, want[i].offset) << i;
+      EXPECT_EQ(shares[i].bytes, want[i].bytes) << i;
+      EXPECT_EQ(shares[i].rank, want[i].rank) << i;
+    }
+    EXPECT_EQ(split.head.scratch_bytes, at);
+    // No division in the head; the root's buffer written whole, chunk by
+    // chunk, each chunk folded from the root's input and the two others'.
+    uint64_t into_root = 0, folded = 0;
+    for (const Step& st : AllSteps(split.head)) {
+      EXPECT_NE(st.kind, StepKind::kDivide);
+      if (st.dst.buf == BufKind::kRecv && st.dst.rank == 4 && st.kind == StepKind::kCopy) into_root += st.src.bytes;
+      if (st.kind == StepKind::kReduce) folded += st.src.bytes;
+    }
+    EXPECT_EQ(into_root, count * 4);
+    EXPECT_EQ(folded, 2 * count * 4);
+  }
+}
+
+TEST(SpreadReduce, TheHeadIsLeftAloneOffTheRootsNodeAndOnOneRank) {
+  const NodeLayout layout = NodeLayout::Blocked({3, 3});
+  const OpSignature sig{Collective::kReduce, DataType::kFloat32, RedOp::kSum, 4, 1 << 16};
+  ScheduleSplit split;
+  ASSERT_TRUE(SplitForDeviceEnds(NodeSchedule(layout, 0, sig), &split));
+  const std::string head = split.head.ToString();
+  std::vector<ScratchShare> shares{{0, 8, 0}};
+  EXPECT_FALSE(SpreadReduceHead(sig, {0, 1, 2}, &split, &shares)) << "node 0 folds into scratch: not the root's";
+  EXPECT_EQ(split.head.ToString(), head);
+  EXPECT_EQ(shares.size(), 1u);
+  const OpSignature allreduce{Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 1 << 16};
+  ASSERT_TRUE(SplitForDeviceEnds(NodeSchedule(layout, 1, allreduce), &split));
+  EXPECT_FALSE(SpreadReduceHead(allreduce, {3, 4, 5}, &split, &shares));
+  // A middle with scratch: the head's would have to share it.
+  ASSERT_TRUE(SplitForDeviceEnds(NodeSchedule(layout, 1, sig), &split));
+  split.middle.scratch_bytes = 64;
+  EXPECT_FALSE(SpreadReduceHead(sig, {3, 4, 5}, &split, &shares));
+  // One local rank: nothing to spread.
+  EXPECT_FALSE(SpreadReduceHead(sig, {4}, &split, &shares));
+  EXPECT_EQ(shares.size(), 1u);
 }
 
 TEST(SpreadReduce, RefusesWhatItIsNotFor) {

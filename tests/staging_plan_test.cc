@@ -18,6 +18,7 @@
 #include "collectives/network_split.h"
 #include "collectives/spread_allreduce.h"
 #include "collectives/spread_copy_out.h"
+#include "collectives/spread_reduce.h"
 #include "collectives/spread_scratch_fold.h"
 #include "collectives/reference.h"
 #include "tests/gpu_orders.h"
@@ -170,7 +171,7 @@ void RunStagedAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorit
 // How the device ends run: spread over the local ranks' GPUs, each rank on
 // a GPU of its own (an AllReduce's by SpreadAllReduceEnds, another
 // collective's copy-out by SpreadCopyOut and fold into scratch by
-// SpreadScratchFold), or as built (two GPUs), in which of the orders GPUs
+// SpreadScratchFold, a Reduce root node's head by SpreadReduceHead), or as built (two GPUs), in which of the orders GPUs
 // may choose (tests/gpu_orders.h).
 struct EndsRun {
   bool spread = false;
@@ -229,8 +230,13 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
       if (sig.collective == Collective::kAllGather || sig.collective == Collective::kBroadcast) {
         EXPECT_EQ(copy_out, local_ranks.size() > 2) << sig.ToString() << " node " << node;
       }
-      const bool fold = !spread && SpreadScratchFold(local_ranks, &splits[node], &shares);
-      if (sig.collective == Collective::kReduceScatter) {
+      const bool root_node = sig.collective == Collective::kReduce && layout.node_of_rank[sig.root] == node;
+      const bool reduce_head = !spread && SpreadReduceHead(sig, local_ranks, &splits[node], &shares);
+      if (sig.collective == Collective::kReduce) {
+        EXPECT_EQ(reduce_head, root_node && local_ranks.size() > 1) << sig.ToString() << " node " << node;
+      }
+      const bool fold = !spread && !reduce_head && SpreadScratchFold(local_ranks, &splits[node], &shares);
+      if (sig.collective == Collective::kReduceScatter || (sig.collective == Collective::kReduce && !root_node)) {
         EXPECT_EQ(fold, local_ranks.size() > 1) << sig.ToString() << " node " << node;
       }
     }
@@ -276,6 +282,9 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
   };
   hooks.scratch_ready = [&](int node, std::vector<uint8_t>* scratch) -> Status {
     if (pieces[node].empty()) return Status::Ok();  // as batond: the plan sees scratch only then
+    // As batond: ends whose scratch is their own (a spread Reduce head's)
+    // stage none of it.
+    if (splits[node].middle.scratch_bytes == 0) return Status::Ok();
     host_scratch[node] = scratch;
     if (scratch->size() < ScratchCovered(pieces[node])) return Status::Internal("ends with more scratch than the middle");
     return AppendScratchSpans(splits[node].head, splits[node].tail, pieces[node], scratch->data(), &spans[node]);
