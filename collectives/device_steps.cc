@@ -22,10 +22,46 @@ bool Overlap(Span a, Span b) {
 Span Written(const DeviceStep& s) { return {s.dst, s.bytes}; }
 Span Read(const DeviceStep& s) { return s.src != nullptr ? Span{s.src, s.bytes} : Span{}; }
 
+// Whether any source `s` reads (a fused step's `more` too) overlaps `w`.
+bool ReadsFrom(const DeviceStep& s, Span w) {
+  if (Overlap(Read(s), w)) return true;
+  return std::any_of(s.more.begin(), s.more.end(), [&](const uint8_t* p) { return Overlap({p, s.bytes}, w); });
+}
+
 // `later` must wait for `earlier` if either writes what the other touches.
 bool Conflict(const DeviceStep& earlier, const DeviceStep& later) {
-  return Overlap(Written(earlier), Written(later)) || Overlap(Written(earlier), Read(later)) ||
-         Overlap(Read(earlier), Written(later));
+  return Overlap(Written(earlier), Written(later)) || ReadsFrom(later, Written(earlier)) ||
+         ReadsFrom(earlier, Written(later));
+}
+
+size_t Operands(const DeviceStep& s) { return (s.from_src || s.kind == StepKind::kCopy ? 1 : 2) + s.more.size(); }
+
+// Fuses each chain of steps into one destination (a copy or a fold, then
+// folds of exactly that region, consecutive in `steps`) into one step, as
+// PlanDeviceSteps (device_steps.h) says. Consecutive steps share a GPU (the
+// one holding their destination) and so a stream: fusing keeps their
+// order. Before any wait is computed.
+void FuseChains(std::vector<DeviceStep>* steps) {
+  std::vector<DeviceStep>& s = *steps;
+  size_t kept = 0;
+  for (size_t i = 0; i < s.size();) {
+    DeviceStep lead = std::move(s[i]);
+    size_t j = i + 1;
+    if ((lead.kind == StepKind::kCopy || lead.kind == StepKind::kReduce) && !Overlap(Read(lead), Written(lead))) {
+      while (j < s.size() && s[j].kind == StepKind::kReduce && s[j].dst == lead.dst && s[j].bytes == lead.bytes &&
+             !Overlap(Read(s[j]), Written(lead)) && Operands(lead) < kMaxFusedOperands) {
+        if (lead.kind == StepKind::kCopy) {
+          lead.kind = StepKind::kReduce;
+          lead.from_src = true;
+        }
+        lead.more.push_back(s[j].src);
+        ++j;
+      }
+    }
+    s[kept++] = std::move(lead);
+    i = j;
+  }
+  s.resize(kept);
 }
 
 // A scratch region: in the piece that holds its first byte (the last one
@@ -106,6 +142,7 @@ Status PlanDeviceSteps(const Schedule& schedule, const DeviceMemory& memory, std
       out->push_back(std::move(d));
     }
   }
+  FuseChains(out);
   // Waits: for each earlier GPU, the latest earlier step there in conflict
   // (its stream ran everything before it on that GPU first).
   std::vector<DeviceStep>& steps = *out;
@@ -123,6 +160,14 @@ Status PlanDeviceSteps(const Schedule& schedule, const DeviceMemory& memory, std
     }
   }
   return Status::Ok();
+}
+
+std::vector<const uint8_t*> FoldOperands(const DeviceStep& step) {
+  std::vector<const uint8_t*> operands;
+  if (!step.from_src) operands.push_back(step.dst);
+  operands.push_back(step.src);
+  operands.insert(operands.end(), step.more.begin(), step.more.end());
+  return operands;
 }
 
 uint64_t ScratchCovered(const std::vector<ScratchPiece>& pieces) {

@@ -39,6 +39,10 @@ struct DeviceRankBuffers {
   int recv_device = -1;
 };
 
+// Folds into one destination fused into one step (see PlanDeviceSteps): at
+// most this many operands, the first included.
+inline constexpr size_t kMaxFusedOperands = 16;
+
 struct DeviceStep {
   StepKind kind = StepKind::kCopy;  // kCopy, kReduce or kDivide
   const uint8_t* src = nullptr;     // null for kDivide
@@ -48,7 +52,18 @@ struct DeviceStep {
   int device = -1;                  // the GPU holding dst: the step runs on its stream
   std::vector<uint32_t> waits;      // earlier steps, on other GPUs, that must finish first
   bool signals = false;             // a later step on another GPU waits for this one
+  // A kReduce fused from a chain of the schedule's steps into dst: `more`
+  // are folded in after src, in order, and with `from_src` the chain began
+  // with a copy of src into dst (dst = src op more[0] op ...) rather than
+  // with dst's own contents (dst = dst op src op more[0] op ...). Empty:
+  // dst = dst op src.
+  std::vector<const uint8_t*> more;
+  bool from_src = false;
 };
+
+// The operands a kReduce step folds into its destination, in order: dst
+// itself first unless from_src, then src, then `more`.
+std::vector<const uint8_t*> FoldOperands(const DeviceStep& step);
 
 // A range of the scratch space in one GPU's memory: scratch offsets
 // [offset, offset + bytes) lie at `ptr` on `device`.
@@ -77,6 +92,16 @@ uint64_t ScratchCovered(const std::vector<ScratchPiece>& pieces);
 // region outside its buffer, or a copy or reduction whose source and
 // destination partly overlap (the host runs those in memmove's order; a
 // kernel's threads have none).
+//
+// A chain of steps into one destination (a copy or a fold, then folds of
+// the same region, one after another in the schedule: how every fold of
+// several ranks' inputs is written) becomes one step, whose kernel reads
+// every operand once and writes the destination once, combining element by
+// element in the chain's order, so the result is the same bits: for a
+// copy and n-1 folds, n+1 passes over memory and one launch instead of
+// 2+3(n-1) passes and n launches (up to kMaxFusedOperands operands a step;
+// longer chains take several). A fold whose source overlaps the
+// destination ends a chain.
 Status PlanDeviceSteps(const Schedule& schedule, const DeviceMemory& memory, std::vector<DeviceStep>* out);
 
 // The GPUs `steps` run on, each once, in order of first use.

@@ -28,6 +28,22 @@ Status LaunchReduce(DataType dtype, RedOp op, void* dst, const void* a, const vo
                                                      RedOpName(op) + ", " + std::to_string(count) + " elements)");
 }
 
+Status LaunchFold(DataType dtype, RedOp op, void* dst, const void* const* srcs, size_t n, uint64_t count,
+                  void* stream) {
+  if (count == 0) return Status::Ok();
+  if (n < 2 || n > static_cast<size_t>(kernels::kMaxFoldOperands)) {
+    return Status::InvalidArgument("a fused fold of " + std::to_string(n) + " operands (2 to " +
+                                   std::to_string(kernels::kMaxFoldOperands) + ")");
+  }
+  if (!IsValidDataType(static_cast<uint32_t>(dtype))) return Status::InvalidArgument("unknown datatype");
+  if (!IsValidRedOp(static_cast<uint32_t>(op))) return Status::InvalidArgument("unknown reduction");
+  const int err = kernels::LaunchFold(static_cast<uint32_t>(dtype), static_cast<uint32_t>(op), dst, srcs,
+                                      static_cast<int>(n), count, stream);
+  return FromCuda(static_cast<cudaError_t>(err), std::string("fold kernel (") + DataTypeName(dtype) + ", " +
+                                                     RedOpName(op) + ", " + std::to_string(n) + " operands, " +
+                                                     std::to_string(count) + " elements)");
+}
+
 Status LaunchDivide(DataType dtype, void* dst, uint64_t count, uint64_t divisor, void* stream) {
   if (count == 0) return Status::Ok();
   if (divisor == 0) return Status::InvalidArgument("divide by zero");

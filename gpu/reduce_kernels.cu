@@ -104,6 +104,48 @@ __global__ void ReduceKernel(T* dst, const T* a, const T* b, uint64_t count) {
   for (uint64_t i = scalar_from + first; i < count; i += stride) dst[i] = Combine<T, kOp>(a[i], b[i]);
 }
 
+// A fold's operands, passed by value (kernel parameters live in constant
+// memory, read by every thread at no cost).
+struct FoldOperands {
+  const void* p[kMaxFoldOperands];
+  int n;
+};
+
+// dst = p[0] (op) p[1] (op) ... element by element, left to right, the
+// accumulator rounded to T after every combination as ReduceKernel's dst is:
+// the bits of n-1 ReduceKernel launches, from one pass that reads each
+// operand once and writes dst once.
+template <typename T, uint32_t kOp, bool kVector>
+__global__ void FoldKernel(T* dst, FoldOperands in, uint64_t count) {
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  uint64_t scalar_from = 0;
+  if constexpr (kVector) {
+    constexpr uint64_t kPer = 16 / sizeof(T);
+    const uint64_t vectors = count / kPer;
+    auto* vd = reinterpret_cast<uint4*>(dst);
+    for (uint64_t v = first; v < vectors; v += stride) {
+      Vec16 acc;
+      acc.raw = reinterpret_cast<const uint4*>(in.p[0])[v];
+      T* as = reinterpret_cast<T*>(acc.bytes);
+      for (int s = 1; s < in.n; ++s) {
+        Vec16 x;
+        x.raw = reinterpret_cast<const uint4*>(in.p[s])[v];
+        const T* xs = reinterpret_cast<const T*>(x.bytes);
+#pragma unroll
+        for (uint64_t k = 0; k < kPer; ++k) as[k] = Combine<T, kOp>(as[k], xs[k]);
+      }
+      vd[v] = acc.raw;
+    }
+    scalar_from = vectors * kPer;
+  }
+  for (uint64_t i = scalar_from + first; i < count; i += stride) {
+    T acc = static_cast<const T*>(in.p[0])[i];
+    for (int s = 1; s < in.n; ++s) acc = Combine<T, kOp>(acc, static_cast<const T*>(in.p[s])[i]);
+    dst[i] = acc;
+  }
+}
+
 template <typename T>
 __global__ void DivideKernel(T* dst, uint64_t count, uint64_t divisor) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
@@ -162,6 +204,29 @@ void LaunchTyped(uint32_t op, void* dst, const void* a, const void* b, uint64_t 
   }
 }
 
+template <typename T, uint32_t kOp>
+void LaunchFoldOp(void* dst, const FoldOperands& in, uint64_t count, cudaStream_t s) {
+  bool aligned = Aligned16(dst);
+  for (int k = 0; k < in.n; ++k) aligned = aligned && Aligned16(in.p[k]);
+  if (aligned) {
+    FoldKernel<T, kOp, true><<<GridFor(count / (16 / sizeof(T)) + 1), kThreads, 0, s>>>(static_cast<T*>(dst), in,
+                                                                                      count);
+  } else {
+    FoldKernel<T, kOp, false><<<GridFor(count), kThreads, 0, s>>>(static_cast<T*>(dst), in, count);
+  }
+}
+
+template <typename T>
+void FoldTyped(uint32_t op, void* dst, const FoldOperands& in, uint64_t count, cudaStream_t s) {
+  switch (op) {
+    case kSum: return LaunchFoldOp<T, kSum>(dst, in, count, s);
+    case kAvg: return LaunchFoldOp<T, kAvg>(dst, in, count, s);
+    case kProd: return LaunchFoldOp<T, kProd>(dst, in, count, s);
+    case kMin: return LaunchFoldOp<T, kMin>(dst, in, count, s);
+    case kMax: return LaunchFoldOp<T, kMax>(dst, in, count, s);
+  }
+}
+
 template <typename T>
 void DivideTyped(void* dst, uint64_t count, uint64_t divisor, cudaStream_t s) {
   DivideKernel<T><<<GridFor(count), kThreads, 0, s>>>(static_cast<T*>(dst), count, divisor);
@@ -188,6 +253,25 @@ int LaunchReduce(uint32_t dtype, uint32_t op, void* dst, const void* a, const vo
 #define CASE(value, type)                          \
   case value:                                      \
     LaunchTyped<type>(op, dst, a, b, count, s);    \
+    break;
+    BATON_FOR_EACH_TYPE(CASE)
+#undef CASE
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+int LaunchFold(uint32_t dtype, uint32_t op, void* dst, const void* const* srcs, int n, uint64_t count, void* stream) {
+  if (n < 2 || n > kMaxFoldOperands) return cudaErrorInvalidValue;
+  FoldOperands in{};
+  for (int k = 0; k < n; ++k) in.p[k] = srcs[k];
+  in.n = n;
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (dtype) {
+#define CASE(value, type)                          \
+  case value:                                      \
+    FoldTyped<type>(op, dst, in, count, s);        \
     break;
     BATON_FOR_EACH_TYPE(CASE)
 #undef CASE

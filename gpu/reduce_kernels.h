@@ -19,6 +19,15 @@ namespace baton::gpu {
 Status LaunchReduce(DataType dtype, RedOp op, void* dst, const void* a, const void* b, uint64_t count,
                     void* stream);
 
+// dst[i] = srcs[0][i] (op) srcs[1][i] (op) ... (op) srcs[n-1][i], combined
+// left to right and each combination rounded as LaunchReduce rounds it, so
+// the result is that of n-1 LaunchReduce calls into dst, bit for bit, from
+// one launch that reads every operand once and writes dst once. 2 <= n <=
+// kernels::kMaxFoldOperands (16); dst may equal srcs[0] and overlap no
+// other operand.
+Status LaunchFold(DataType dtype, RedOp op, void* dst, const void* const* srcs, size_t n, uint64_t count,
+                  void* stream);
+
 // dst[i] = dst[i] / divisor (the final step of kAvg).
 Status LaunchDivide(DataType dtype, void* dst, uint64_t count, uint64_t divisor, void* stream);
 

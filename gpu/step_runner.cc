@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <mutex>
 #include <set>
@@ -12,9 +13,13 @@
 #include "common/logging.h"
 #include "gpu/cuda_check.h"
 #include "gpu/reduce_kernels.h"
+#include "gpu/reduce_launch.h"
 
 namespace baton::gpu {
 namespace {
+
+static_assert(kMaxFusedOperands == static_cast<size_t>(kernels::kMaxFoldOperands),
+              "the plan fuses no more operands than a fold kernel takes");
 
 // One device's stream, events and scratch, for one thread.
 struct DeviceSet {
@@ -74,8 +79,14 @@ Status Launch(const DeviceStep& s, DataType dtype, RedOp redop, cudaStream_t str
       // cudaMemcpyDefault: the pointers say where they are (unified addressing),
       // another GPU's memory included.
       return FromCuda(cudaMemcpyAsync(s.dst, s.src, s.bytes, cudaMemcpyDefault, stream), "copying between GPU buffers");
-    case StepKind::kReduce:
-      return LaunchReduce(dtype, redop, s.dst, s.dst, s.src, count, stream);
+    case StepKind::kReduce: {
+      if (s.more.empty() && !s.from_src) return LaunchReduce(dtype, redop, s.dst, s.dst, s.src, count, stream);
+      const std::vector<const uint8_t*> operands = FoldOperands(s);
+      std::array<const void*, kernels::kMaxFoldOperands> p{};
+      if (operands.size() > p.size()) return Status::Internal("a fused GPU step of too many operands");
+      std::copy(operands.begin(), operands.end(), p.begin());
+      return LaunchFold(dtype, redop, s.dst, p.data(), operands.size(), count, stream);
+    }
     case StepKind::kDivide:
       return LaunchDivide(dtype, s.dst, count, s.divisor, stream);
     default:

@@ -72,6 +72,9 @@ Status CopyOnDeviceAndWait(int, void*, const void*, uint64_t) { return RequireCu
 Status LaunchReduce(DataType, RedOp, void*, const void*, const void*, uint64_t, void*) {
   return RequireCuda("a GPU reduction");
 }
+Status LaunchFold(DataType, RedOp, void*, const void* const*, size_t, uint64_t, void*) {
+  return RequireCuda("a GPU reduction");
+}
 Status LaunchDivide(DataType, void*, uint64_t, uint64_t, void*) { return RequireCuda("a GPU reduction"); }
 
 bool EnablePeerAccess(const std::vector<int>&) { return false; }

@@ -163,8 +163,9 @@ TEST(DeviceSteps, GpusWorkAtOnceWhereStepsShareNoMemory) {
 }
 
 // The spread AllReduce on four GPUs: every GPU folds its quarter of the
-// vector (three reductions of one chunk each, the last chunk shorter), the
-// folds wait for nothing on another GPU, and the result is the reference.
+// vector (the copy and three reductions of one chunk, fused into one step
+// of four operands; the last chunk shorter), the folds wait for nothing on
+// another GPU, and the result is the reference.
 TEST(DeviceSteps, SpreadAllReduceGivesEveryGpuItsShareOfTheReduction) {
   const uint64_t count = 100003;  // 400012 bytes: chunks of 100096, the last 99724
   const OpSignature sig{Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, count};
@@ -178,26 +179,28 @@ TEST(DeviceSteps, SpreadAllReduceGivesEveryGpuItsShareOfTheReduction) {
   std::vector<DeviceStep> steps;
   ASSERT_TRUE(PlanDeviceSteps(schedule, {&buffers, {}}, &steps).ok());
   std::vector<uint64_t> reduced(4, 0);
-  std::vector<int> reductions(4, 0);
+  std::vector<int> folds(4, 0);
   for (const DeviceStep& s : steps) {
     if (s.kind != StepKind::kReduce) continue;
+    ++folds[s.device];
+    EXPECT_TRUE(s.from_src) << "the chunk's copy leads its fold";
+    EXPECT_EQ(FoldOperands(s).size(), 4u) << "GPU " << s.device;
     reduced[s.device] += s.bytes;
-    ++reductions[s.device];
-    // A GPU folds into its own rank's buffer.
+    // A GPU folds into its own rank's buffer, from its own input first.
     EXPECT_TRUE(s.dst >= mem.sim[s.device].recv && s.dst + s.bytes <= mem.sim[s.device].recv + 4 * count)
         << "GPU " << s.device << " reduces into memory that is not its rank's";
+    EXPECT_EQ(s.src - mem.sim[s.device].send, s.dst - mem.sim[s.device].recv);
   }
   for (int g = 0; g < 4; ++g) {
-    EXPECT_EQ(reductions[g], 3) << "GPU " << g;
-    EXPECT_EQ(reduced[g], 3 * (g < 3 ? 100096u : 99724u)) << "GPU " << g;
+    EXPECT_EQ(folds[g], 1) << "GPU " << g;
+    EXPECT_EQ(reduced[g], g < 3 ? 100096u : 99724u) << "GPU " << g;
   }
-  // The four folds run at once: a fold step comes after nothing but the
-  // steps of its own chunk before it (a copy and at most two folds).
+  // The four folds run at once: a fold step comes after nothing.
   const auto before = HappensBefore(steps);
   for (size_t j = 0; j < steps.size(); ++j) {
     if (steps[j].kind != StepKind::kReduce) continue;
-    EXPECT_LE(std::count(before[j].begin(), before[j].end(), true), 3) << "fold step " << j << " on GPU "
-                                                                       << steps[j].device << " waits for another GPU";
+    EXPECT_EQ(std::count(before[j].begin(), before[j].end(), true), 0)
+        << "fold step " << j << " on GPU " << steps[j].device << " waits";
   }
   RunLikeGpus(steps, sig.dtype, sig.redop, /*order=*/1);  // the last GPU first
   for (int r = 0; r < 4; ++r) {
@@ -286,6 +289,84 @@ TEST(DeviceSteps, AScratchRegionLiesInOnePieceOnItsGpu) {
   // Pieces that leave a gap cover only what comes before it.
   EXPECT_EQ(ScratchCovered({{0, 64, gpu0.data(), 0}, {96, 32, gpu1.data(), 1}}), 64u);
   EXPECT_EQ(ScratchCovered(memory.scratch), 128u);
+}
+
+}  // namespace
+}  // namespace baton::test
+
+namespace baton::test {
+namespace {
+
+// Fusing (PlanDeviceSteps): a copy then folds into one region become one
+// step whose operands are the chain's, in order; a fold whose source is the
+// destination ends the chain (and leads no other: it reads what it
+// writes); a chain of more than kMaxFusedOperands operands takes several
+// steps; a step of another GPU that waits for any step of a chain waits for
+// the fused one. Run as GPUs may order them, the steps give the chain's
+// result, computed here one fold after another.
+TEST(DeviceSteps, AChainOfFoldsIntoOneRegionIsOneStep) {
+  constexpr int kInputs = 21;  // ranks 0..20 on GPU 0, rank 21 on GPU 1
+  constexpr uint64_t kCount = 67;  // int32: 268 bytes, not a multiple of 16
+  constexpr uint64_t kBytes = kCount * 4;
+  std::vector<std::vector<int32_t>> send(kInputs + 1, std::vector<int32_t>(kCount));
+  for (int r = 0; r <= kInputs; ++r) {
+    for (uint64_t i = 0; i < kCount; ++i) send[r][i] = static_cast<int32_t>(r * 1000 + i);
+  }
+  std::vector<int32_t> recv0(kCount, -1), recv_other(kCount, -1);
+  std::vector<DeviceRankBuffers> buffers(kInputs + 1);
+  for (int r = 0; r <= kInputs; ++r) {
+    buffers[r] = {reinterpret_cast<uint8_t*>(send[r].data()), kBytes, r == kInputs ? 1 : 0, nullptr, 0, -1};
+  }
+  buffers[0].recv = reinterpret_cast<uint8_t*>(recv0.data());
+  buffers[0].recv_bytes = kBytes;
+  buffers[0].recv_device = 0;
+  buffers[kInputs].recv = reinterpret_cast<uint8_t*>(recv_other.data());
+  buffers[kInputs].recv_bytes = kBytes;
+  buffers[kInputs].recv_device = 1;
+  const Region d{BufKind::kRecv, 0, 0, kBytes};
+  auto in = [](int r) { return Region{BufKind::kSend, r, 0, kBytes}; };
+
+  // Copy 0, fold 1 and 2, fold d into itself, fold 3; then GPU 1 copies d
+  // into rank 21's buffer; then copy 4, fold 5..20 into d (17 operands).
+  Schedule schedule;
+  std::vector<Step> steps{{StepKind::kCopy, in(0), d},   {StepKind::kReduce, in(1), d}, {StepKind::kReduce, in(2), d},
+                          {StepKind::kReduce, d, d},     {StepKind::kReduce, in(3), d},
+                          {StepKind::kCopy, d, {BufKind::kRecv, kInputs, 0, kBytes}}};
+  steps.push_back({StepKind::kCopy, in(4), d});
+  for (int r = 5; r < kInputs; ++r) steps.push_back({StepKind::kReduce, in(r), d});
+  schedule.phases.push_back(Phase{steps});
+
+  std::vector<DeviceStep> planned;
+  ASSERT_TRUE(PlanDeviceSteps(schedule, {&buffers, {}}, &planned).ok());
+  ASSERT_EQ(planned.size(), 6u);
+  auto ptr = [&](int r) { return reinterpret_cast<const uint8_t*>(send[r].data()); };
+  EXPECT_EQ(FoldOperands(planned[0]), (std::vector<const uint8_t*>{ptr(0), ptr(1), ptr(2)}));
+  EXPECT_TRUE(planned[0].from_src);
+  EXPECT_TRUE(planned[1].more.empty() && !planned[1].from_src) << "d folded into itself stays a step of its own";
+  EXPECT_EQ(planned[1].src, planned[1].dst);
+  EXPECT_TRUE(planned[2].more.empty() && !planned[2].from_src) << "the fold of 3 has nothing after it to fuse";
+  EXPECT_EQ(planned[3].device, 1);
+  EXPECT_EQ(planned[3].waits, std::vector<uint32_t>{2}) << "GPU 1's copy waits for the last step writing d";
+  std::vector<const uint8_t*> first16{ptr(4)}, rest{planned[5].dst};
+  for (int r = 5; r < 4 + static_cast<int>(kMaxFusedOperands); ++r) first16.push_back(ptr(r));
+  for (int r = 4 + static_cast<int>(kMaxFusedOperands); r < kInputs; ++r) rest.push_back(ptr(r));
+  EXPECT_EQ(FoldOperands(planned[4]), first16);
+  EXPECT_EQ(FoldOperands(planned[5]), rest);
+  EXPECT_EQ(planned[4].waits, std::vector<uint32_t>{3}) << "d is rewritten after GPU 1 read it";
+  ASSERT_TRUE(StepsOrderedWhereTheyTouch(planned));
+
+  for (int order = 0; order < kGpuOrders; ++order) {
+    std::fill(recv0.begin(), recv0.end(), -1);
+    std::fill(recv_other.begin(), recv_other.end(), -1);
+    RunLikeGpus(planned, DataType::kInt32, RedOp::kSum, order);
+    for (uint64_t i = 0; i < kCount; ++i) {
+      const int32_t first = (send[0][i] + send[1][i] + send[2][i]) * 2 + send[3][i];
+      int32_t last = 0;
+      for (int r = 4; r < kInputs; ++r) last += send[r][i];
+      ASSERT_EQ(recv_other[i], first) << "order " << order << " element " << i;
+      ASSERT_EQ(recv0[i], last) << "order " << order << " element " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -13,18 +13,43 @@ bool Overlap(const uint8_t* a, uint64_t a_bytes, const uint8_t* b, uint64_t b_by
   return a_bytes > 0 && b_bytes > 0 && a < b + b_bytes && b < a + a_bytes;
 }
 
+// Whether `s` reads (a fused step's every source) anything of [p, p+bytes).
+bool ReadsFrom(const DeviceStep& s, const uint8_t* p, uint64_t bytes) {
+  if (s.src != nullptr && Overlap(s.src, s.bytes, p, bytes)) return true;
+  return std::any_of(s.more.begin(), s.more.end(), [&](const uint8_t* m) { return Overlap(m, s.bytes, p, bytes); });
+}
+
 // Whether running `j` before `i` could change the result.
 bool Touch(const DeviceStep& i, const DeviceStep& j) {
-  auto reads = [](const DeviceStep& s) { return s.src; };
-  return Overlap(i.dst, i.bytes, j.dst, j.bytes) || (reads(j) && Overlap(i.dst, i.bytes, j.src, j.bytes)) ||
-         (reads(i) && Overlap(i.src, i.bytes, j.dst, j.bytes));
+  return Overlap(i.dst, i.bytes, j.dst, j.bytes) || ReadsFrom(j, i.dst, i.bytes) || ReadsFrom(i, j.dst, j.bytes);
+}
+
+// A fused fold as the kernel runs it (gpu/reduce_kernels.cu): every
+// operand read before dst is written. The folds of the chain it stands for,
+// one after another, give the same bits when no source but the first
+// overlaps dst, which PlanDeviceSteps ensures; reading them all first
+// checks that.
+void RunFold(const DeviceStep& s, DataType dtype, RedOp redop) {
+  const uint64_t count = s.bytes / DataTypeSize(dtype);
+  const std::vector<const uint8_t*> operands = FoldOperands(s);
+  std::vector<std::vector<uint8_t>> copies;
+  for (const uint8_t* p : operands) copies.emplace_back(p, p + s.bytes);
+  std::vector<uint8_t> acc = copies[0];
+  for (size_t k = 1; k < copies.size(); ++k) ReduceInto(dtype, redop, acc.data(), copies[k].data(), count);
+  std::memcpy(s.dst, acc.data(), s.bytes);
 }
 
 void Run(const DeviceStep& s, DataType dtype, RedOp redop) {
   const uint64_t count = s.bytes / DataTypeSize(dtype);
   switch (s.kind) {
     case StepKind::kCopy: std::memcpy(s.dst, s.src, s.bytes); break;
-    case StepKind::kReduce: ReduceInto(dtype, redop, s.dst, s.src, count); break;
+    case StepKind::kReduce:
+      if (s.more.empty() && !s.from_src) {
+        ReduceInto(dtype, redop, s.dst, s.src, count);
+      } else {
+        RunFold(s, dtype, redop);
+      }
+      break;
     case StepKind::kDivide: DivideBy(dtype, s.dst, count, s.divisor); break;
     default: FAIL() << "network step in a device plan";
   }

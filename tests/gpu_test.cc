@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -131,6 +133,74 @@ TEST(GpuKernels, ReduceMatchesTheHostKernelForEveryTypeAndReduction) {
             << DataTypeName(dtype) << " " << RedOpName(op) << " offset " << offset << ": " << msg;
       }
     }
+  }
+}
+
+// A fused fold (what PlanDeviceSteps makes of a chain of folds into one
+// region): the bits of the successive host reductions, for every type and
+// reduction, 2, 5 and 16 operands, aligned and not, into a buffer of its
+// own and in place (the destination its first operand).
+TEST(GpuKernels, FoldIsTheSuccessiveReductionsBitForBit) {
+  SKIP_WITHOUT_GPU();
+  CUDA_OK(cudaSetDevice(0));
+  for (uint32_t t = 0; t < kNumDataTypes; ++t) {
+    for (uint32_t o = 0; o < kNumRedOps; ++o) {
+      const auto dtype = static_cast<DataType>(t);
+      const auto op = static_cast<RedOp>(o);
+      const uint64_t es = DataTypeSize(dtype);
+      for (size_t n : {2u, 5u, 16u}) {
+        for (uint64_t offset : {0ull, 1ull}) {
+          for (bool in_place : {false, true}) {
+            const uint64_t count = (1ull << 16) + 3;
+            const uint64_t slot = (count + 1) * es;  // each operand's room, 16-byte multiple or not
+            std::vector<Bytes> in(n, Bytes(count * es));
+            for (size_t k = 0; k < n; ++k) FillPattern(dtype, op, static_cast<int>(k), 11, count, in[k].data());
+            if (dtype == DataType::kFloat32 && op == RedOp::kSum) {
+              // Magnitudes from 1e-4 to 1e4: the sum's rounding depends on the order.
+              std::mt19937 gen(static_cast<uint32_t>(n * 2 + offset));
+              std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+              std::uniform_int_distribution<int> exponent(-4, 4);
+              for (Bytes& b : in) {
+                for (uint64_t i = 0; i < count; ++i) {
+                  const float v = mantissa(gen) * std::pow(10.0f, static_cast<float>(exponent(gen)));
+                  std::memcpy(b.data() + i * 4, &v, 4);
+                }
+              }
+            }
+            Bytes want = in[0];
+            for (size_t k = 1; k < n; ++k) ReduceInto(dtype, op, want.data(), in[k].data(), count);
+            uint8_t* dev = nullptr;
+            CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dev), (n + 1) * slot + 16));
+            std::vector<const void*> operands(n);
+            for (size_t k = 0; k < n; ++k) {
+              uint8_t* p = dev + offset * es + k * slot;
+              CUDA_OK(cudaMemcpy(p, in[k].data(), in[k].size(), cudaMemcpyHostToDevice));
+              operands[k] = p;
+            }
+            uint8_t* dst = in_place ? const_cast<uint8_t*>(static_cast<const uint8_t*>(operands[0]))
+                                    : dev + offset * es + n * slot;
+            const Status st = gpu::LaunchFold(dtype, op, dst, operands.data(), n, count, nullptr);
+            EXPECT_TRUE(st.ok()) << st.ToString();
+            Bytes got(count * es);
+            CUDA_OK(cudaMemcpy(got.data(), dst, got.size(), cudaMemcpyDeviceToHost));
+            cudaFree(dev);
+            EXPECT_TRUE(got == want) << DataTypeName(dtype) << " " << RedOpName(op) << ", " << n
+                                     << " operands, offset " << offset << (in_place ? ", in place" : "");
+          }
+        }
+      }
+    }
+  }
+}
+
+// Checked before any CUDA call: runs without a GPU too.
+TEST(GpuKernels, AFoldOfTooFewOrTooManyOperandsIsRefused) {
+  std::vector<const void*> operands(17, nullptr);
+  for (size_t n : {0u, 1u, 17u}) {
+    const Status st = gpu::LaunchFold(DataType::kFloat32, RedOp::kSum, nullptr, operands.data(), n, 8, nullptr);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << n;
+    EXPECT_NE(st.message().find("a fused fold of " + std::to_string(n) + " operands (2 to 16)"), std::string::npos)
+        << st.ToString();
   }
 }
 

@@ -66,9 +66,10 @@ void FillOrderSensitive(RankMemory& mem, const OpSignature& sig, int world) {
   }
 }
 
-// Four ranks on four GPUs, root 2: every GPU runs the three folds of its
-// chunk (the last chunk shorter), into its own memory, waiting for nothing
-// on another GPU; the root's GPU takes in the three other chunks, once each.
+// Four ranks on four GPUs, root 2: every GPU folds its chunk (the last
+// chunk shorter) from the four inputs (a copy and three folds, fused into
+// one step) into its own memory, waiting for nothing; the root's GPU takes
+// in the three other chunks, once each.
 TEST(SpreadReduce, EveryGpuFoldsItsChunkAndTheRootTakesInOneVectorLessItsOwnChunk) {
   const uint64_t count = 100003;  // 400012 bytes: chunks of 100096, the last 99724
   const OpSignature sig{Collective::kReduce, DataType::kFloat32, RedOp::kSum, 2, count};
@@ -94,13 +95,16 @@ TEST(SpreadReduce, EveryGpuFoldsItsChunkAndTheRootTakesInOneVectorLessItsOwnChun
   std::vector<DeviceStep> steps;
   ASSERT_TRUE(PlanDeviceSteps(schedule, gpus.memory, &steps).ok());
   ASSERT_TRUE(StepsOrderedWhereTheyTouch(steps));
-  std::vector<int> reductions(4, 0);
+  std::vector<int> folds(4, 0);
   std::vector<uint64_t> reduced(4, 0);
   uint64_t into_root_from_others = 0;
   auto in = [](const uint8_t* p, const uint8_t* buf, uint64_t bytes) { return p >= buf && p < buf + bytes; };
   for (const DeviceStep& s : steps) {
     if (s.kind == StepKind::kReduce) {
-      ++reductions[s.device];
+      ++folds[s.device];
+      EXPECT_EQ(FoldOperands(s).size(), 4u) << "GPU " << s.device;
+      EXPECT_TRUE(s.from_src && s.src >= mem.sim[2].send && s.src < mem.sim[2].send + 4 * count)
+          << "the root's input leads every chunk's fold";
       reduced[s.device] += s.bytes;
     }
     if (s.kind == StepKind::kCopy && in(s.dst, mem.sim[2].recv, 4 * count) && !in(s.src, mem.sim[2].send, 4 * count)) {
@@ -108,16 +112,16 @@ TEST(SpreadReduce, EveryGpuFoldsItsChunkAndTheRootTakesInOneVectorLessItsOwnChun
     }
   }
   for (int g = 0; g < 4; ++g) {
-    EXPECT_EQ(reductions[g], 3) << "GPU " << g;
-    EXPECT_EQ(reduced[g], 3 * (g < 3 ? 100096u : 99724u)) << "GPU " << g;
+    EXPECT_EQ(folds[g], 1) << "GPU " << g;
+    EXPECT_EQ(reduced[g], g < 3 ? 100096u : 99724u) << "GPU " << g;
   }
   // Every chunk but the root's own comes in once.
   EXPECT_EQ(into_root_from_others, 4 * count - 100096u);
   const auto before = HappensBefore(steps);
   for (size_t j = 0; j < steps.size(); ++j) {
     if (steps[j].kind != StepKind::kReduce) continue;
-    EXPECT_LE(std::count(before[j].begin(), before[j].end(), true), 3)
-        << "fold step " << j << " on GPU " << steps[j].device << " waits for another GPU";
+    EXPECT_EQ(std::count(before[j].begin(), before[j].end(), true), 0)
+        << "fold step " << j << " on GPU " << steps[j].device << " waits";
   }
   RunLikeGpus(steps, sig.dtype, sig.redop, /*order=*/1);
   const reference::Bytes want = reference::Expected(sig, 4, 2, mem.inputs);

@@ -4,7 +4,9 @@
 //   baton-gpu-bench kernels [-b MIN] [-e MAX]
 //     The device's copy bandwidth (cudaMemcpy device to device, bytes read
 //     + written per second) against the reduction kernel's (two arrays read,
-//     one written), float32 and bfloat16 sum, per size. No daemon needed.
+//     one written), float32 and bfloat16 sum, per size; and a fold of 8
+//     float32 inputs as the GPU plan runs it (one fused kernel) against the
+//     copy and 7 reductions it replaces (the speed-up). No daemon needed.
 //
 //   baton-run --nodes N --ranks-per-node R -- baton-gpu-bench COLLECTIVE [-b MIN] [-e MAX] [-f F] [-n ITERS]
 //     The collective (float32 sum, out of place, root 0) on device buffers,
@@ -78,15 +80,19 @@ int Kernels(uint64_t min_bytes, uint64_t max_bytes, double factor, int iters) {
   Check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   cudaStream_t stream;
   Check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  // d, then the fold's 8 inputs (the first two are the reduction's a and b).
+  constexpr int kFold = 8;
   uint8_t* mem = nullptr;
-  Check(cudaMalloc(reinterpret_cast<void**>(&mem), 3 * max_bytes), "cudaMalloc");
-  Check(cudaMemset(mem, 0, 3 * max_bytes), "cudaMemset");
-  uint8_t* a = mem;
-  uint8_t* b = mem + max_bytes;
-  uint8_t* d = mem + 2 * max_bytes;
+  Check(cudaMalloc(reinterpret_cast<void**>(&mem), (kFold + 1) * max_bytes), "cudaMalloc");
+  Check(cudaMemset(mem, 0, (kFold + 1) * max_bytes), "cudaMemset");
+  uint8_t* d = mem;
+  std::vector<const void*> inputs(kFold);
+  for (int k = 0; k < kFold; ++k) inputs[k] = mem + (k + 1) * max_bytes;
+  const uint8_t* a = static_cast<const uint8_t*>(inputs[0]);
+  const uint8_t* b = static_cast<const uint8_t*>(inputs[1]);
   std::printf("# baton-gpu-bench kernels on %s: GB/s counts bytes read + written\n", prop.name);
-  std::printf("#%12s %11s %14s %14s %9s %9s\n", "size(B)", "copy GB/s", "f32 sum GB/s", "bf16 sum GB/s",
-              "f32/copy", "bf16/copy");
+  std::printf("#%12s %11s %14s %14s %9s %9s %15s %13s\n", "size(B)", "copy GB/s", "f32 sum GB/s", "bf16 sum GB/s",
+              "f32/copy", "bf16/copy", "fold8 f32 GB/s", "fold8 fused x");
   for (double s = static_cast<double>(min_bytes); s <= static_cast<double>(max_bytes); s *= factor) {
     const uint64_t n = static_cast<uint64_t>(s) / 4 * 4;  // whole float32 elements
     const double copy = TimeOnStream(stream, iters, [&] {
@@ -101,11 +107,26 @@ int Kernels(uint64_t min_bytes, uint64_t max_bytes, double factor, int iters) {
     };
     const double f32 = reduce(baton::DataType::kFloat32);
     const double bf16 = reduce(baton::DataType::kBfloat16);
+    const uint64_t count = n / 4;
+    const double fused = TimeOnStream(stream, iters, [&] {
+      baton::Status st = baton::gpu::LaunchFold(baton::DataType::kFloat32, baton::RedOp::kSum, d, inputs.data(),
+                                                inputs.size(), count, stream);
+      if (!st.ok()) Die(st.ToString());
+    });
+    const double chained = TimeOnStream(stream, iters, [&] {
+      Check(cudaMemcpyAsync(d, a, n, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+      for (int k = 1; k < kFold; ++k) {
+        baton::Status st = baton::gpu::LaunchReduce(baton::DataType::kFloat32, baton::RedOp::kSum, d, d, inputs[k],
+                                                    count, stream);
+        if (!st.ok()) Die(st.ToString());
+      }
+    });
     const double copy_bw = 2.0 * n / copy / 1e9;
     const double f32_bw = 3.0 * n / f32 / 1e9;
     const double bf16_bw = 3.0 * n / bf16 / 1e9;
-    std::printf(" %12llu %11.1f %14.1f %14.1f %9.2f %9.2f\n", static_cast<unsigned long long>(n), copy_bw, f32_bw,
-                bf16_bw, f32_bw / copy_bw, bf16_bw / copy_bw);
+    const double fold_bw = (kFold + 1.0) * n / fused / 1e9;
+    std::printf(" %12llu %11.1f %14.1f %14.1f %9.2f %9.2f %15.1f %13.2f\n", static_cast<unsigned long long>(n),
+                copy_bw, f32_bw, bf16_bw, f32_bw / copy_bw, bf16_bw / copy_bw, fold_bw, chained / fused);
   }
   cudaFree(mem);
   cudaStreamDestroy(stream);
