@@ -73,9 +73,9 @@ class DeviceEnds {
                  const Schedule** host_part);
   // Whether the last RunHead ran the head on the GPUs.
   bool active() const { return active_; }
-  // Whether, doing so, its ends share the scratch space with the middle,
-  // which then runs on host_scratch(), which the staging spans too
-  // (AddHeadOutputs; set there).
+  // Whether, doing so, its ends share the scratch space with the middle:
+  // the middle then runs on host_scratch(), and staging copies between it
+  // and the ends' GPU scratch (both set up by AddHeadOutputs).
   bool uses_scratch() const { return active_ && host_scratch_bytes_ > 0; }
   // The middle's scratch space when uses_scratch(): pinned memory from the
   // pool given to AddHeadOutputs, the middle's scratch_bytes, held until

@@ -215,7 +215,7 @@ TEST(SpreadReduce, TheRootNodesHeadFoldsOnEveryGpu) {
   }
 }
 
-TEST(SpreadReduce, TheHeadIsLeftAloneOffTheRootsNodeAndOnOneRank) {
+TEST(SpreadReduce, TheHeadIsLeftAloneWhereItIsNotTheRootsFoldAlone) {
   const NodeLayout layout = NodeLayout::Blocked({3, 3});
   const OpSignature sig{Collective::kReduce, DataType::kFloat32, RedOp::kSum, 4, 1 << 16};
   ScheduleSplit split;

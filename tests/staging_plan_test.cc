@@ -171,8 +171,9 @@ void RunStagedAndCheck(const NodeLayout& layout, const OpSignature& sig, Algorit
 // How the device ends run: spread over the local ranks' GPUs, each rank on
 // a GPU of its own (an AllReduce's by SpreadAllReduceEnds, another
 // collective's copy-out by SpreadCopyOut and fold into scratch by
-// SpreadScratchFold, a Reduce root node's head by SpreadReduceHead), or as built (two GPUs), in which of the orders GPUs
-// may choose (tests/gpu_orders.h).
+// SpreadScratchFold, a Reduce root node's head by SpreadReduceHead), or as
+// built (two GPUs), in which of the orders GPUs may choose
+// (tests/gpu_orders.h).
 struct EndsRun {
   bool spread = false;
   int order = 0;
