@@ -6,30 +6,17 @@
 
 #include "collectives/schedule_builder.h"
 #include "collectives/spread_chunks.h"
+#include "collectives/spread_folds.h"
 
 namespace baton {
 namespace {
 
-// Folds chunk k of every rank's input into its owner's (ranks[k]) receive
-// buffer, starting from the owner's own input; returns that region.
-Region FoldChunk(ScheduleBuilder& b, const SpreadChunks& chunks, const std::vector<int>& ranks, uint64_t k) {
-  const auto [off, len] = chunks.span(k);
-  const int owner = ranks[k];
-  const Region work{BufKind::kRecv, owner, off, len};
-  b.Copy({BufKind::kSend, owner, off, len}, work);
-  for (int r : ranks) {
-    if (r != owner) b.Reduce({BufKind::kSend, r, off, len}, work);
-  }
-  return work;
-}
-
-// Copies chunk k from its owner's receive buffer to every rank's but the
-// owner's and `skip`'s.
-void CopyChunkToOthers(ScheduleBuilder& b, const SpreadChunks& chunks, const std::vector<int>& ranks, uint64_t k,
+// Copies `from`, the chunk at `offset` of the vector, to every rank's
+// receive buffer but `skip`'s.
+void CopyChunkToOthers(ScheduleBuilder& b, const Region& from, uint64_t offset, const std::vector<int>& ranks,
                        int skip) {
-  const auto [off, len] = chunks.span(k);
   for (int r : ranks) {
-    if (r != ranks[k] && r != skip) b.Copy({BufKind::kRecv, ranks[k], off, len}, {BufKind::kRecv, r, off, len});
+    if (r != skip) b.Copy(from, {BufKind::kRecv, r, offset, from.bytes});
   }
 }
 
@@ -53,8 +40,10 @@ bool ParseGpuAllReduceShape(const std::string& name, GpuAllReduceShape* out) {
   return false;
 }
 
-Status BuildSpreadAllReduce(const OpSignature& sig, const std::vector<int>& ranks, int world, Schedule* out) {
+Status BuildSpreadAllReduce(const OpSignature& sig, const std::vector<int>& ranks, int world, Schedule* out,
+                            std::vector<ScratchShare>* shares) {
   *out = Schedule{};
+  shares->clear();
   if (sig.collective != Collective::kAllReduce) {
     return Status::InvalidArgument(std::string("the spread schedule is an AllReduce's, not a ") +
                                    CollectiveName(sig.collective) + "'s");
@@ -63,22 +52,23 @@ Status BuildSpreadAllReduce(const OpSignature& sig, const std::vector<int>& rank
     return Status::InvalidArgument("the spread AllReduce runs on one node holding every rank (" +
                                    std::to_string(ranks.size()) + " local of " + std::to_string(world) + ")");
   }
-  const SpreadChunks chunks(sig.count * DataTypeSize(sig.dtype), ranks.size());
+  const uint64_t bytes = sig.count * DataTypeSize(sig.dtype);
   ScheduleBuilder b(out);
-  // Every chunk's fold, each in its owner's receive buffer.
-  for (uint64_t k = 0; k < ranks.size(); ++k) {
-    const Region work = FoldChunk(b, chunks, ranks, k);
-    if (sig.redop == RedOp::kAvg) b.Divide(work, static_cast<uint64_t>(world));
-  }
-  // Then every rank fetches the chunks it does not own. Local steps of one
-  // phase run in order, so these follow every fold (on GPUs the plan's
-  // events order each copy after its chunk's fold only).
-  for (uint64_t k = 0; k < ranks.size(); ++k) CopyChunkToOthers(b, chunks, ranks, k, ranks[k]);
+  // Every chunk's fold, as the host's into rank 0's buffer (spread_folds.h).
+  const std::vector<Region> folded = AppendSpreadFolds(
+      b, bytes, ranks, ranks.front(), sig.redop == RedOp::kAvg ? static_cast<uint64_t>(world) : 0, shares);
+  const SpreadChunks chunks(bytes, ranks.size());
+  // Then every rank fetches every chunk (rank 0's own chunk is its own
+  // source: no copy). Local steps of one phase run in order, so these
+  // follow every fold (on GPUs the plan's events order each copy after its
+  // chunk's fold only).
+  for (uint64_t k = 0; k < folded.size(); ++k) CopyChunkToOthers(b, folded[k], chunks.span(k).first, ranks, -1);
   b.Finish();
   return Status::Ok();
 }
 
-bool SpreadAllReduceEnds(const OpSignature& sig, const std::vector<int>& local, int world, ScheduleSplit* split) {
+bool SpreadAllReduceEnds(const OpSignature& sig, const std::vector<int>& local, int world, ScheduleSplit* split,
+                         std::vector<ScratchShare>* shares) {
   if (sig.collective != Collective::kAllReduce || local.size() < 2) return false;
   const int leader = local.front();
   const uint64_t bytes = sig.count * DataTypeSize(sig.dtype);
@@ -101,29 +91,34 @@ bool SpreadAllReduceEnds(const OpSignature& sig, const std::vector<int>& local, 
   }
   if (!SameSteps(split->head, gathered_head) || !SameSteps(split->tail, gathered_tail)) return false;
 
+  // The head's pieces are its own only where the middle and the tail use
+  // no scratch (as a ring's do); else the head stays gathered.
+  const bool spread_head = split->middle.scratch_bytes == 0 && !UsesScratch(split->tail);
   const SpreadChunks chunks(bytes, local.size());
-  Schedule head, tail;
-  {
+  Schedule head = split->head, tail;
+  std::vector<ScratchShare> head_shares;
+  if (spread_head) {
+    head = Schedule{};
     ScheduleBuilder b(&head);
-    for (uint64_t k = 0; k < local.size(); ++k) {
-      const Region work = FoldChunk(b, chunks, local, k);
-      b.Copy(work, {BufKind::kRecv, leader, work.offset, work.bytes});
-    }
+    AppendSpreadReduce(b, bytes, local, leader, /*divisor=*/0, &head_shares);
     b.Finish();
   }
   {
     ScheduleBuilder b(&tail);
     if (sig.redop == RedOp::kAvg) b.Divide(vector, static_cast<uint64_t>(world));
+    std::vector<Region> at_owner;
     for (uint64_t k = 0; k < local.size(); ++k) {
       const auto [off, len] = chunks.span(k);
-      b.Copy({BufKind::kRecv, leader, off, len}, {BufKind::kRecv, local[k], off, len});
+      at_owner.push_back({BufKind::kRecv, local[k], off, len});
+      b.Copy({BufKind::kRecv, leader, off, len}, at_owner.back());
     }
     // Each after its chunk's copy above (on GPUs, by the plan's events).
-    for (uint64_t k = 0; k < local.size(); ++k) CopyChunkToOthers(b, chunks, local, k, leader);
+    for (const Region& chunk : at_owner) CopyChunkToOthers(b, chunk, chunk.offset, local, leader);
     b.Finish();
   }
   split->head = std::move(head);
   split->tail = std::move(tail);
+  *shares = std::move(head_shares);
   return true;
 }
 

@@ -35,7 +35,7 @@ Status DeviceEnds::RunHead(const Schedule& schedule, const std::vector<LocalOp>&
     for (const LocalOp& op : ops) local_ranks_.push_back(op.rank);
     std::sort(local_ranks_.begin(), local_ranks_.end());
     // Each false: ends of another shape, left as they are.
-    if (!SpreadAllReduceEnds(sig, local_ranks_, world, &split_)) {
+    if (!SpreadAllReduceEnds(sig, local_ranks_, world, &split_, &shares)) {
       SpreadCopyOut(local_ranks_, &split_.tail);
       if (!SpreadReduceHead(sig, local_ranks_, &split_, &shares)) SpreadScratchFold(local_ranks_, &split_, &shares);
     }

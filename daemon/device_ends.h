@@ -25,16 +25,15 @@
 //   4. RunTail runs the tail on the GPUs.
 // Every step runs in the schedule's order on the same bytes as the host
 // path (the kernels have the host kernels' semantics), so the result is the
-// host path's, bit for bit. Except that on several GPUs an AllReduce's ends
-// are spread over them (collectives/spread_allreduce.h: the head's fold cut
-// into one chunk per GPU instead of all on the leader's), with the spread
-// AllReduce's rounding; and another collective's copy-out of one vector to
-// every rank (an AllGather's, a Broadcast's) is spread too
-// (collectives/spread_copy_out.h: the leader's GPU sends the vector out
-// once, the others pass its chunks on), and a fold of the node into a work
-// vector in scratch (a ReduceScatter's, a non-root Reduce's), each GPU
-// folding the piece of it that lies in its memory
-// (collectives/spread_scratch_fold.h), both of which change no byte.
+// host path's, bit for bit. On several GPUs the ends are spread over them,
+// and that changes no byte either: an AllReduce's (spread_allreduce.h: the
+// head's fold cut into one chunk per GPU instead of all on the leader's,
+// in the host's order), another collective's copy-out of one vector to
+// every rank (spread_copy_out.h: an AllGather's, a Broadcast's; the
+// leader's GPU sends the vector out once, the others pass its chunks on),
+// and a fold of the node into a work vector in scratch (a ReduceScatter's,
+// a non-root Reduce's), each GPU folding the piece of it that lies in its
+// memory (spread_scratch_fold.h).
 //
 // Conditions, else step 1 leaves everything to staging:
 //   * every local rank's non-empty buffers are GPU memory, not staged yet,

@@ -121,7 +121,7 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
         spread_sig.reset();
         spread_shares.clear();
         BATON_RETURN_IF_ERROR(sig.collective == Collective::kAllReduce
-                                  ? BuildSpreadAllReduce(sig, ranks, world, &spread)
+                                  ? BuildSpreadAllReduce(sig, ranks, world, &spread, &spread_shares)
                                   : BuildSpreadReduce(sig, ranks, world, &spread, &spread_shares));
         spread_sig = sig;
         spread_ranks = ranks;

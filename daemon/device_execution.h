@@ -15,10 +15,9 @@
 //   * the schedule can run on GPUs exactly as on the host (PlanDeviceSteps).
 //
 // Ranks on one GPU run the host's schedule, so the GPU result is the host
-// path's bit for bit; over several GPUs an AllReduce runs the spread shape,
-// whose rounding may differ (spread_allreduce.h), and a Reduce and a
-// copy-out spread shapes that give the host's bits (spread_reduce.h,
-// spread_copy_out.h).
+// path's bit for bit; over several GPUs an AllReduce, a Reduce and a
+// copy-out run spread shapes that give the host's bits too
+// (spread_allreduce.h, spread_reduce.h, spread_copy_out.h).
 #pragma once
 
 #include <vector>

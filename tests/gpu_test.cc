@@ -273,7 +273,7 @@ const MatrixCase kCases[] = {
     {"1node_x4_device_stream", 1, {0, 0, 0, 0},
      {Placement::kDevice, Placement::kDevice, Placement::kDevice, Placement::kDevice}, true},
     // The AllReduce and the Reduce spread over the ranks (spread_allreduce.h,
-    // spread_reduce.h: the Reduce's scratch pieces share this one GPU), and
+    // spread_reduce.h: their scratch pieces share this one GPU), and
     // the Broadcast's copies (spread_copy_out.h), which the daemon picks for
     // ranks on several GPUs, forced on this one.
     {"1node_x4_device_stream_spread", 1, {0, 0, 0, 0},

@@ -209,9 +209,10 @@ LeaderTraffic LeadersTraffic(const ScheduleSplit& split, int leader) {
 
 // Spread over four GPUs (collectives/spread_allreduce.h), an AllReduce's
 // ends give every local rank a quarter of the folds, and the leader's links
-// carry one and a half vectors each way instead of three (its own chunk's
-// fold reads the others' and its copy-out writes them, as every owner's;
-// the other chunks come in and go out once); the middle is untouched.
+// carry one and a half vectors in and out instead of three (in: its own
+// chunk's fold reads the others' inputs, and the other chunks' pieces come
+// in once; out: the tail's copies of the other chunks, once each, and their
+// owners pass them on); the middle is untouched.
 // Results are checked in staging_plan_test.cc (the matrix's spread runs).
 TEST(NetworkSplit, SpreadAllReduceEndsShareTheLeadersTraffic) {
   const NodeLayout layout = NodeLayout::Blocked({4, 4});
@@ -231,17 +232,23 @@ TEST(NetworkSplit, SpreadAllReduceEndsShareTheLeadersTraffic) {
     EXPECT_EQ(gathered.in, 3 * bytes);
     EXPECT_EQ(gathered.out, 3 * bytes);
     const Schedule middle = split.middle;
-    ASSERT_TRUE(SpreadAllReduceEnds(in.sig, {4, 5, 6, 7}, 8, &split));
+    std::vector<ScratchShare> shares;
+    ASSERT_TRUE(SpreadAllReduceEnds(in.sig, {4, 5, 6, 7}, 8, &split, &shares));
     ASSERT_EQ(AllSteps(split.middle).size(), AllSteps(middle).size());
-    std::vector<int> folds(8, 0);
+    // Each chunk folded from the four inputs: the leader's in its buffer,
+    // the others' in pieces on ranks 5, 6 and 7.
+    ASSERT_EQ(shares.size(), 3u);
+    for (size_t i = 0; i < shares.size(); ++i) EXPECT_EQ(shares[i].rank, static_cast<int>(5 + i));
+    int into_leader = 0, into_scratch = 0;
     for (const Step& s : AllSteps(split.head)) {
       ASSERT_NE(s.kind, StepKind::kDivide);
       if (s.kind == StepKind::kReduce) {
         EXPECT_EQ(s.src.bytes, bytes / 4);
-        ++folds[s.dst.rank];
+        ++(s.dst.buf == BufKind::kScratch ? into_scratch : into_leader);
       }
     }
-    for (int r = 4; r < 8; ++r) EXPECT_EQ(folds[r], 3) << "rank " << r;
+    EXPECT_EQ(into_leader, 3);
+    EXPECT_EQ(into_scratch, 9);
     const std::vector<Step> tail = AllSteps(split.tail);
     ASSERT_FALSE(tail.empty());
     EXPECT_EQ(tail.front().kind == StepKind::kDivide, op == RedOp::kAvg);
@@ -273,11 +280,14 @@ TEST(NetworkSplit, SpreadAllReduceEndsLeaveOtherEndsAlone) {
     const std::string before = split.head.ToString() + split.tail.ToString();
     // An AllReduce named with ranks that are not this node's is not recognised.
     const std::vector<int> local = c == Collective::kAllReduce ? std::vector<int>{1, 2} : std::vector<int>{0, 1};
-    EXPECT_FALSE(SpreadAllReduceEnds(in.sig, local, 4, &split)) << CollectiveName(c);
+    std::vector<ScratchShare> shares;
+    EXPECT_FALSE(SpreadAllReduceEnds(in.sig, local, 4, &split, &shares)) << CollectiveName(c);
     EXPECT_EQ(split.head.ToString() + split.tail.ToString(), before) << CollectiveName(c);
   }
   ScheduleSplit empty;
-  EXPECT_FALSE(SpreadAllReduceEnds({Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 10}, {0}, 2, &empty));
+  std::vector<ScratchShare> shares;
+  EXPECT_FALSE(
+      SpreadAllReduceEnds({Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, -1, 10}, {0}, 2, &empty, &shares));
 }
 
 }  // namespace baton

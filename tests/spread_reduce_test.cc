@@ -10,9 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <random>
 
 #include "collectives/device_steps.h"
 #include "collectives/layout.h"
@@ -21,50 +19,10 @@
 #include "tests/gpu_orders.h"
 #include "tests/schedule_parts.h"
 #include "tests/schedule_simulator.h"
+#include "tests/spread_memory.h"
 
 namespace baton::test {
 namespace {
-
-// Rank r's buffers on GPU r; the scratch of `shares` (if any) each in an
-// allocation of its own, filled with a poison the result must not show,
-// on its rank's GPU.
-struct GpuMemory {
-  std::vector<DeviceRankBuffers> buffers;
-  std::vector<std::vector<uint8_t>> pieces;
-  DeviceMemory memory;
-};
-void PlaceOnGpus(RankMemory& mem, int world, const Schedule& schedule, const std::vector<ScratchShare>& shares,
-                 GpuMemory* out) {
-  out->buffers.assign(world, {});
-  for (int r = 0; r < world; ++r) {
-    out->buffers[r] = {mem.sim[r].send, mem.sim[r].send_bytes, r, mem.sim[r].recv, mem.sim[r].recv_bytes, r};
-  }
-  out->pieces.clear();
-  out->memory = {&out->buffers, {}};
-  if (shares.empty() && schedule.scratch_bytes > 0) {
-    out->pieces.emplace_back(schedule.scratch_bytes, 0x5A);
-    out->memory.scratch.push_back({0, schedule.scratch_bytes, out->pieces.back().data(), 0});
-  }
-  out->pieces.reserve(shares.size());
-  for (const ScratchShare& s : shares) {
-    out->pieces.emplace_back(s.bytes, 0x5A);
-    out->memory.scratch.push_back({s.offset, s.bytes, out->pieces.back().data(), s.rank});
-  }
-}
-
-// Inputs whose sum depends on the order of the folds: magnitudes from 1e-4
-// to 1e4, both signs.
-void FillOrderSensitive(RankMemory& mem, const OpSignature& sig, int world) {
-  std::mt19937 gen(7);
-  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> exponent(-4, 4);
-  for (int r = 0; r < world; ++r) {
-    for (uint64_t i = 0; i < sig.count; ++i) {
-      const float v = mantissa(gen) * std::pow(10.0f, static_cast<float>(exponent(gen)));
-      std::memcpy(mem.sim[r].send + i * sizeof(float), &v, sizeof(float));
-    }
-  }
-}
 
 // Four ranks on four GPUs, root 2: every GPU folds its chunk (the last
 // chunk shorter) from the four inputs (a copy and three folds, fused into

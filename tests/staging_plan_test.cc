@@ -222,7 +222,7 @@ void RunDeviceEndsAndCheck(const NodeLayout& layout, const OpSignature& sig, Alg
       // Only the hierarchical AllReduce's ends are spread (not, say, a
       // halving-doubling's whose head folds into scratch).
       const bool hierarchical = !UsesScratch(splits[node].head) && !UsesScratch(splits[node].tail);
-      const bool spread = SpreadAllReduceEnds(sig, local_ranks, world, &splits[node]);
+      const bool spread = SpreadAllReduceEnds(sig, local_ranks, world, &splits[node], &shares);
       EXPECT_EQ(spread, sig.collective == Collective::kAllReduce && local_ranks.size() > 1 && hierarchical)
           << sig.ToString() << " node " << node << ": " << (spread ? "spread" : "not spread");
       // Then, as batond, any other copy-out of one vector to every rank,

@@ -1,0 +1,40 @@
+#include "tests/spread_memory.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace baton::test {
+
+void PlaceOnGpus(RankMemory& mem, int world, const Schedule& schedule, const std::vector<ScratchShare>& shares,
+                 GpuMemory* out) {
+  out->buffers.assign(world, {});
+  for (int r = 0; r < world; ++r) {
+    out->buffers[r] = {mem.sim[r].send, mem.sim[r].send_bytes, r, mem.sim[r].recv, mem.sim[r].recv_bytes, r};
+  }
+  out->pieces.clear();
+  out->memory = {&out->buffers, {}};
+  if (shares.empty() && schedule.scratch_bytes > 0) {
+    out->pieces.emplace_back(schedule.scratch_bytes, 0x5A);
+    out->memory.scratch.push_back({0, schedule.scratch_bytes, out->pieces.back().data(), 0});
+  }
+  out->pieces.reserve(shares.size());
+  for (const ScratchShare& s : shares) {
+    out->pieces.emplace_back(s.bytes, 0x5A);
+    out->memory.scratch.push_back({s.offset, s.bytes, out->pieces.back().data(), s.rank});
+  }
+}
+
+void FillOrderSensitive(RankMemory& mem, const OpSignature& sig, int world) {
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-4, 4);
+  for (int r = 0; r < world; ++r) {
+    for (uint64_t i = 0; i < sig.count; ++i) {
+      const float v = mantissa(gen) * std::pow(10.0f, static_cast<float>(exponent(gen)));
+      std::memcpy(mem.sim[r].send + i * sizeof(float), &v, sizeof(float));
+    }
+  }
+}
+
+}  // namespace baton::test

@@ -1,0 +1,30 @@
+// Memory for the spread shapes' tests (collectives/spread_*.h), without a
+// GPU: every rank's buffers stand for GPU memory on GPU r, and inputs whose
+// fold depends on its order, to tell the host's order from another.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "collectives/device_steps.h"
+#include "collectives/spread_scratch_fold.h"
+#include "tests/schedule_simulator.h"
+
+namespace baton::test {
+
+// Rank r's buffers on GPU r; the scratch of `shares` (if any; else the
+// schedule's, whole, on GPU 0) each in an allocation of its own, filled
+// with a poison the result must not show, on its rank's GPU.
+struct GpuMemory {
+  std::vector<DeviceRankBuffers> buffers;
+  std::vector<std::vector<uint8_t>> pieces;
+  DeviceMemory memory;
+};
+void PlaceOnGpus(RankMemory& mem, int world, const Schedule& schedule, const std::vector<ScratchShare>& shares,
+                 GpuMemory* out);
+
+// float32 inputs whose sum depends on the order of the folds: magnitudes
+// from 1e-4 to 1e4, both signs, the same for the same `sig` and `world`.
+void FillOrderSensitive(RankMemory& mem, const OpSignature& sig, int world);
+
+}  // namespace baton::test
