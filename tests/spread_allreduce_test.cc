@@ -114,13 +114,7 @@ TEST(SpreadAllReduce, GivesTheHostSchedulesBitsInEveryOrder) {
       std::vector<ScratchShare> shares;
       ASSERT_TRUE(BuildSpreadAllReduce(sig, AllRanks(world), world, &schedule, &shares).ok());
       for (int order = 0; order < kGpuOrders; ++order) {
-        RankMemory mem = MakeRankMemory(sig, world, in_place);
-        FillOrderSensitive(mem, sig, world);
-        GpuMemory gpus;
-        PlaceOnGpus(mem, world, schedule, shares, &gpus);
-        std::vector<DeviceStep> steps;
-        ASSERT_TRUE(PlanDeviceSteps(schedule, gpus.memory, &steps).ok());
-        RunLikeGpus(steps, sig.dtype, sig.redop, order);
+        const RankMemory mem = RunOnGpus(sig, world, in_place, schedule, shares, order);
         for (int r = 0; r < world; ++r) {
           ASSERT_EQ(mem.sim[r].recv_bytes, host.sim[r].recv_bytes);
           EXPECT_EQ(std::memcmp(mem.sim[r].recv, host.sim[r].recv, host.sim[r].recv_bytes), 0)
@@ -135,13 +129,7 @@ TEST(SpreadAllReduce, GivesTheHostSchedulesBitsInEveryOrder) {
 // (rank r on GPU r, order-sensitive inputs).
 reference::Bytes LeaderAfterHead(const OpSignature& sig, int world, int leader, bool in_place, const Schedule& head,
                                  const std::vector<ScratchShare>& shares, int order) {
-  RankMemory mem = MakeRankMemory(sig, world, in_place);
-  FillOrderSensitive(mem, sig, world);
-  GpuMemory gpus;
-  PlaceOnGpus(mem, world, head, shares, &gpus);
-  std::vector<DeviceStep> steps;
-  EXPECT_TRUE(PlanDeviceSteps(head, gpus.memory, &steps).ok());
-  RunLikeGpus(steps, sig.dtype, sig.redop, order);
+  const RankMemory mem = RunOnGpus(sig, world, in_place, head, shares, order);
   return reference::Bytes(mem.sim[leader].recv, mem.sim[leader].recv + mem.sim[leader].recv_bytes);
 }
 

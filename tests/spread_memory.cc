@@ -4,6 +4,10 @@
 #include <cstring>
 #include <random>
 
+#include <gtest/gtest.h>
+
+#include "tests/gpu_orders.h"
+
 namespace baton::test {
 
 void PlaceOnGpus(RankMemory& mem, int world, const Schedule& schedule, const std::vector<ScratchShare>& shares,
@@ -35,6 +39,19 @@ void FillOrderSensitive(RankMemory& mem, const OpSignature& sig, int world) {
       std::memcpy(mem.sim[r].send + i * sizeof(float), &v, sizeof(float));
     }
   }
+}
+
+RankMemory RunOnGpus(const OpSignature& sig, int world, bool in_place, const Schedule& schedule,
+                     const std::vector<ScratchShare>& shares, int order) {
+  RankMemory mem = MakeRankMemory(sig, world, in_place);
+  FillOrderSensitive(mem, sig, world);
+  GpuMemory gpus;
+  PlaceOnGpus(mem, world, schedule, shares, &gpus);
+  std::vector<DeviceStep> steps;
+  const Status planned = PlanDeviceSteps(schedule, gpus.memory, &steps);
+  EXPECT_TRUE(planned.ok()) << planned.ToString();
+  if (planned.ok()) RunLikeGpus(steps, sig.dtype, sig.redop, order);
+  return mem;
 }
 
 }  // namespace baton::test

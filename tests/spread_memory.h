@@ -27,4 +27,11 @@ void PlaceOnGpus(RankMemory& mem, int world, const Schedule& schedule, const std
 // from 1e-4 to 1e4, both signs, the same for the same `sig` and `world`.
 void FillOrderSensitive(RankMemory& mem, const OpSignature& sig, int world);
 
+// Fresh order-sensitive memory for `sig` over `world` ranks, with
+// `schedule` (of scratch pieces `shares`) planned on their GPUs and run in
+// GPU order `order` (tests/gpu_orders.h): the ranks' buffers afterwards. A
+// plan that fails fails the test.
+RankMemory RunOnGpus(const OpSignature& sig, int world, bool in_place, const Schedule& schedule,
+                     const std::vector<ScratchShare>& shares, int order);
+
 }  // namespace baton::test

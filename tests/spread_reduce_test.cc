@@ -109,13 +109,7 @@ TEST(SpreadReduce, GivesTheHostSchedulesBitsInEveryOrder) {
         std::vector<ScratchShare> shares;
         ASSERT_TRUE(BuildSpreadReduce(sig, AllRanks(world), world, &schedule, &shares).ok());
         for (int order = 0; order < kGpuOrders; ++order) {
-          RankMemory mem = MakeRankMemory(sig, world, in_place);
-          FillOrderSensitive(mem, sig, world);
-          GpuMemory gpus;
-          PlaceOnGpus(mem, world, schedule, shares, &gpus);
-          std::vector<DeviceStep> steps;
-          ASSERT_TRUE(PlanDeviceSteps(schedule, gpus.memory, &steps).ok());
-          RunLikeGpus(steps, sig.dtype, sig.redop, order);
+          const RankMemory mem = RunOnGpus(sig, world, in_place, schedule, shares, order);
           ASSERT_EQ(mem.sim[root].recv_bytes, want.size());
           EXPECT_EQ(std::memcmp(mem.sim[root].recv, want.data(), want.size()), 0) << "order " << order;
         }
