@@ -106,9 +106,9 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
   thread_local Schedule spread, spread_copy_out;
   thread_local std::optional<OpSignature> spread_sig;
   thread_local std::vector<int> ranks, spread_ranks;
-  thread_local std::vector<ScratchShare> spread_shares;  // of `spread`; empty: scratch on the first GPU
-  thread_local std::vector<ScratchShare> shares;
-  shares.clear();
+  thread_local std::vector<ScratchShare> spread_shares;  // of `spread`
+  // The scratch pieces of `run`; none: its scratch whole on the first GPU.
+  const std::vector<ScratchShare>* shares = nullptr;
   const bool spread_it =
       shape == GpuAllReduceShape::kSpread || (shape == GpuAllReduceShape::kAuto && devices.size() > 1);
   if (spread_it) {
@@ -127,7 +127,7 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
         spread_ranks = ranks;
       }
       run = &spread;
-      shares = spread_shares;
+      shares = &spread_shares;
     } else {
       spread_copy_out = schedule;
       if (SpreadCopyOut(ranks, &spread_copy_out)) run = &spread_copy_out;
@@ -135,8 +135,9 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
   }
   DeviceMemory memory{&buffers, {}};
   if (run->scratch_bytes > 0) {
-    if (shares.empty()) shares.push_back({0, run->scratch_bytes, -1});
-    BATON_RETURN_IF_ERROR(AllocateScratchPieces(shares, buffers, devices.front(), &memory.scratch));
+    const std::vector<ScratchShare> whole{{0, run->scratch_bytes, -1}};
+    BATON_RETURN_IF_ERROR(AllocateScratchPieces(shares && !shares->empty() ? *shares : whole, buffers,
+                                                devices.front(), &memory.scratch));
   }
   if (Status planned = PlanDeviceSteps(*run, memory, &steps); !planned.ok()) {
     BATON_DEBUG(kColl, "{}: not run on the GPUs ({}); staging through host memory", ops[0].sig.ToString(),
