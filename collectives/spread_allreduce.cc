@@ -95,14 +95,15 @@ bool SpreadAllReduceEnds(const OpSignature& sig, const std::vector<int>& local, 
   // no scratch (as a ring's do); else the head stays gathered.
   const bool spread_head = split->middle.scratch_bytes == 0 && !UsesScratch(split->tail);
   const SpreadChunks chunks(bytes, local.size());
-  Schedule head = split->head, tail;
-  std::vector<ScratchShare> head_shares;
+  shares->clear();
   if (spread_head) {
-    head = Schedule{};
+    Schedule head;
     ScheduleBuilder b(&head);
-    AppendSpreadReduce(b, bytes, local, leader, /*divisor=*/0, &head_shares);
+    AppendSpreadReduce(b, bytes, local, leader, /*divisor=*/0, shares);
     b.Finish();
+    split->head = std::move(head);
   }
+  Schedule tail;
   {
     ScheduleBuilder b(&tail);
     if (sig.redop == RedOp::kAvg) b.Divide(vector, static_cast<uint64_t>(world));
@@ -116,9 +117,7 @@ bool SpreadAllReduceEnds(const OpSignature& sig, const std::vector<int>& local, 
     for (const Region& chunk : at_owner) CopyChunkToOthers(b, chunk, chunk.offset, local, leader);
     b.Finish();
   }
-  split->head = std::move(head);
   split->tail = std::move(tail);
-  *shares = std::move(head_shares);
   return true;
 }
 
