@@ -135,9 +135,12 @@ Status RunOnDevices(const Schedule& schedule, const std::vector<LocalOp>& ops, i
   }
   DeviceMemory memory{&buffers, {}};
   if (run->scratch_bytes > 0) {
-    const std::vector<ScratchShare> whole{{0, run->scratch_bytes, -1}};
-    BATON_RETURN_IF_ERROR(AllocateScratchPieces(shares && !shares->empty() ? *shares : whole, buffers,
-                                                devices.front(), &memory.scratch));
+    std::vector<ScratchShare> whole;  // allocates only when used
+    if (shares == nullptr || shares->empty()) {
+      whole.push_back({0, run->scratch_bytes, -1});
+      shares = &whole;
+    }
+    BATON_RETURN_IF_ERROR(AllocateScratchPieces(*shares, buffers, devices.front(), &memory.scratch));
   }
   if (Status planned = PlanDeviceSteps(*run, memory, &steps); !planned.ok()) {
     BATON_DEBUG(kColl, "{}: not run on the GPUs ({}); staging through host memory", ops[0].sig.ToString(),
