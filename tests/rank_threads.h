@@ -39,7 +39,9 @@ baton_result_t InitRank(const LocalCluster& cluster, int node, const std::string
                         baton_comm_t* comm, double timeout_seconds = 60, const char* name = nullptr,
                         const char* secret = nullptr);
 
-// What a rank saw from one call: result, message, and how long it took.
+// What a rank saw from one call: result, message, and how long it took
+// (printed when a check fails; speed is never asserted, it belongs in the
+// benchmarks).
 struct Outcome {
   baton_result_t code = baton_success;
   std::string message;
@@ -47,7 +49,7 @@ struct Outcome {
 };
 
 // One float32 AllReduce of a single element, timed: the call fault tests
-// watch fail (how, with which message, how fast).
+// watch fail (how, with which message, after how long).
 Outcome TimedAllReduce(baton_comm_t comm);
 
 // Starts tests/helpers/test_rank as rank `rank` of `world` in `job`, on the
