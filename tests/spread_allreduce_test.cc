@@ -42,22 +42,12 @@ TEST(SpreadAllReduce, EveryGpuFoldsItsChunkInTheHostsOrder) {
   std::vector<ScratchShare> shares;
   ASSERT_TRUE(BuildSpreadAllReduce(sig, AllRanks(4), 4, &schedule, &shares).ok());
   // Scratch for the chunks of ranks 1..3, compact, each on its owner's GPU.
-  ASSERT_EQ(shares.size(), 3u);
-  EXPECT_EQ(schedule.scratch_bytes, 2 * 100096u + 99724u);
-  uint64_t at = 0;
-  for (size_t i = 0; i < shares.size(); ++i) {
-    EXPECT_EQ(shares[i].rank, static_cast<int>(i + 1));
-    EXPECT_EQ(shares[i].offset, at);
-    EXPECT_EQ(shares[i].bytes, i == 2 ? 99724u : 100096u);
-    at += shares[i].bytes;
-  }
+  EXPECT_TRUE(SharesAreCompact(schedule, shares, {1, 2, 3}, {100096, 100096, 99724}));
 
   RankMemory mem = MakeRankMemory(sig, 4, false);
   GpuMemory gpus;
-  PlaceOnGpus(mem, 4, schedule, shares, &gpus);
   std::vector<DeviceStep> steps;
-  ASSERT_TRUE(PlanDeviceSteps(schedule, gpus.memory, &steps).ok());
-  ASSERT_TRUE(StepsOrderedWhereTheyTouch(steps));
+  ASSERT_TRUE(PlanOnGpus(mem, 4, schedule, shares, &gpus, &steps));
   std::vector<int> folds(4, 0);
   std::vector<uint64_t> reduced(4, 0), taken_in(4, 0);
   for (const DeviceStep& s : steps) {
@@ -153,12 +143,7 @@ TEST(SpreadAllReduce, TheEndsGiveTheGatheredHeadsBits) {
       ASSERT_TRUE(SpreadAllReduceEnds(sig, {3, 4, 5}, 6, &split, &shares));
       EXPECT_EQ(split.middle.ToString(), middle);
       const SpreadChunks chunks(sig.count * 4, 3);
-      ASSERT_EQ(shares.size(), 2u);
-      for (size_t i = 0; i < 2; ++i) {
-        EXPECT_EQ(shares[i].rank, static_cast<int>(4 + i));
-        EXPECT_EQ(shares[i].bytes, chunks.span(i + 1).second);
-      }
-      EXPECT_EQ(split.head.scratch_bytes, shares[0].bytes + shares[1].bytes);
+      ASSERT_TRUE(SharesAreCompact(split.head, shares, {4, 5}, {chunks.span(1).second, chunks.span(2).second}));
       for (const Step& st : AllSteps(split.head)) EXPECT_NE(st.kind, StepKind::kDivide);
       ASSERT_FALSE(AllSteps(split.tail).empty());
       EXPECT_EQ(AllSteps(split.tail).front().kind == StepKind::kDivide, op == RedOp::kAvg);

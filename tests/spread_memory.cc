@@ -29,6 +29,37 @@ void PlaceOnGpus(RankMemory& mem, int world, const Schedule& schedule, const std
   }
 }
 
+::testing::AssertionResult SharesAreCompact(const Schedule& schedule, const std::vector<ScratchShare>& shares,
+                                            const std::vector<int>& owners, const std::vector<uint64_t>& bytes) {
+  if (shares.size() != owners.size()) {
+    return ::testing::AssertionFailure() << shares.size() << " pieces, not " << owners.size();
+  }
+  uint64_t at = 0;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    const ScratchShare& s = shares[i];
+    if (s.rank != owners[i] || s.offset != at || s.bytes != bytes[i]) {
+      return ::testing::AssertionFailure() << "piece " << i << " is " << s.bytes << " bytes at " << s.offset
+                                           << " on rank " << s.rank << "'s GPU, not " << bytes[i] << " at " << at
+                                           << " on rank " << owners[i] << "'s";
+    }
+    at += s.bytes;
+  }
+  if (schedule.scratch_bytes != at) {
+    return ::testing::AssertionFailure() << "the schedule has " << schedule.scratch_bytes << " bytes of scratch, the pieces "
+                                         << at;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult PlanOnGpus(RankMemory& mem, int world, const Schedule& schedule,
+                                      const std::vector<ScratchShare>& shares, GpuMemory* gpus,
+                                      std::vector<DeviceStep>* steps) {
+  PlaceOnGpus(mem, world, schedule, shares, gpus);
+  const Status planned = PlanDeviceSteps(schedule, gpus->memory, steps);
+  if (!planned.ok()) return ::testing::AssertionFailure() << planned.ToString();
+  return StepsOrderedWhereTheyTouch(*steps);
+}
+
 void FillOrderSensitive(RankMemory& mem, const OpSignature& sig, int world) {
   std::mt19937 gen(7);
   std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
@@ -46,11 +77,10 @@ RankMemory RunOnGpus(const OpSignature& sig, int world, bool in_place, const Sch
   RankMemory mem = MakeRankMemory(sig, world, in_place);
   FillOrderSensitive(mem, sig, world);
   GpuMemory gpus;
-  PlaceOnGpus(mem, world, schedule, shares, &gpus);
   std::vector<DeviceStep> steps;
-  const Status planned = PlanDeviceSteps(schedule, gpus.memory, &steps);
-  EXPECT_TRUE(planned.ok()) << planned.ToString();
-  if (planned.ok()) RunLikeGpus(steps, sig.dtype, sig.redop, order);
+  const ::testing::AssertionResult planned = PlanOnGpus(mem, world, schedule, shares, &gpus, &steps);
+  EXPECT_TRUE(planned);
+  if (planned) RunLikeGpus(steps, sig.dtype, sig.redop, order);
   return mem;
 }
 

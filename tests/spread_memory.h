@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "collectives/device_steps.h"
 #include "collectives/spread_scratch_fold.h"
 #include "tests/schedule_simulator.h"
@@ -22,6 +24,17 @@ struct GpuMemory {
 };
 void PlaceOnGpus(RankMemory& mem, int world, const Schedule& schedule, const std::vector<ScratchShare>& shares,
                  GpuMemory* out);
+
+// That `shares` are compact pieces of `schedule`'s scratch, in order from
+// offset 0: piece i of `bytes[i]` bytes on the GPU of rank `owners[i]`.
+::testing::AssertionResult SharesAreCompact(const Schedule& schedule, const std::vector<ScratchShare>& shares,
+                                            const std::vector<int>& owners, const std::vector<uint64_t>& bytes);
+
+// PlaceOnGpus, then `schedule` planned there into `steps`, which must be
+// ordered wherever two of them touch the same bytes.
+::testing::AssertionResult PlanOnGpus(RankMemory& mem, int world, const Schedule& schedule,
+                                      const std::vector<ScratchShare>& shares, GpuMemory* gpus,
+                                      std::vector<DeviceStep>* steps);
 
 // float32 inputs whose sum depends on the order of the folds: magnitudes
 // from 1e-4 to 1e4, both signs, the same for the same `sig` and `world`.

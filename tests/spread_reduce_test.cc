@@ -36,23 +36,12 @@ TEST(SpreadReduce, EveryGpuFoldsItsChunkAndTheRootTakesInOneVectorLessItsOwnChun
   ASSERT_TRUE(BuildSpreadReduce(sig, AllRanks(4), 4, &schedule, &shares).ok());
   // Scratch for the three chunks the root does not own, compact, each on
   // its owner's GPU.
-  ASSERT_EQ(shares.size(), 3u);
-  EXPECT_EQ(schedule.scratch_bytes, 2 * 100096u + 99724u);
-  const int owners[] = {0, 1, 3};
-  uint64_t at = 0;
-  for (size_t i = 0; i < shares.size(); ++i) {
-    EXPECT_EQ(shares[i].rank, owners[i]);
-    EXPECT_EQ(shares[i].offset, at);
-    EXPECT_EQ(shares[i].bytes, owners[i] == 3 ? 99724u : 100096u);
-    at += shares[i].bytes;
-  }
+  EXPECT_TRUE(SharesAreCompact(schedule, shares, {0, 1, 3}, {100096, 100096, 99724}));
 
   RankMemory mem = MakeRankMemory(sig, 4, false);
   GpuMemory gpus;
-  PlaceOnGpus(mem, 4, schedule, shares, &gpus);
   std::vector<DeviceStep> steps;
-  ASSERT_TRUE(PlanDeviceSteps(schedule, gpus.memory, &steps).ok());
-  ASSERT_TRUE(StepsOrderedWhereTheyTouch(steps));
+  ASSERT_TRUE(PlanOnGpus(mem, 4, schedule, shares, &gpus, &steps));
   std::vector<int> folds(4, 0);
   std::vector<uint64_t> reduced(4, 0);
   uint64_t into_root_from_others = 0;
@@ -139,21 +128,14 @@ TEST(SpreadReduce, TheRootNodesHeadFoldsOnEveryGpu) {
     // The pieces: chunk 0 on rank 3's GPU, chunk 2 on rank 5's (chunk 1 is
     // the root's, folded in its buffer); a short vector has no chunk 2.
     const SpreadChunks chunks(count * 4, 3);
-    std::vector<ScratchShare> want;
-    uint64_t at = 0;
+    std::vector<int> owners;
+    std::vector<uint64_t> lengths;
     for (uint64_t k : {0u, 2u}) {
-      const uint64_t len = chunks.span(k).second;
-      if (len == 0) continue;
-      want.push_back({at, len, static_cast<int>(3 + k)});
-      at += len;
+      if (chunks.span(k).second == 0) continue;
+      owners.push_back(static_cast<int>(3 + k));
+      lengths.push_back(chunks.span(k).second);
     }
-    ASSERT_EQ(shares.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_EQ(shares[i].offset, want[i].offset) << i;
-      EXPECT_EQ(shares[i].bytes, want[i].bytes) << i;
-      EXPECT_EQ(shares[i].rank, want[i].rank) << i;
-    }
-    EXPECT_EQ(split.head.scratch_bytes, at);
+    EXPECT_TRUE(SharesAreCompact(split.head, shares, owners, lengths));
     // No division in the head; the root's buffer written whole, chunk by
     // chunk, each chunk folded from the root's input and the two others'.
     uint64_t into_root = 0, folded = 0;
