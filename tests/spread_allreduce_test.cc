@@ -24,10 +24,6 @@
 namespace baton::test {
 namespace {
 
-bool Within(const uint8_t* p, uint64_t bytes, const uint8_t* buf, uint64_t buf_bytes) {
-  return p >= buf && p + bytes <= buf + buf_bytes;
-}
-
 // Four ranks on four GPUs: every GPU folds its quarter of the vector (the
 // copy and three reductions of one chunk, fused into one step of four
 // operands, rank 0's input first; the last chunk shorter) into its own

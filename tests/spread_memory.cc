@@ -29,6 +29,10 @@ void PlaceOnGpus(RankMemory& mem, int world, const Schedule& schedule, const std
   }
 }
 
+bool Within(const uint8_t* p, uint64_t bytes, const uint8_t* buf, uint64_t buf_bytes) {
+  return p >= buf && p + bytes <= buf + buf_bytes;
+}
+
 ::testing::AssertionResult SharesAreCompact(const Schedule& schedule, const std::vector<ScratchShare>& shares,
                                             const std::vector<int>& owners, const std::vector<uint64_t>& bytes) {
   if (shares.size() != owners.size()) {

@@ -30,6 +30,9 @@ void PlaceOnGpus(RankMemory& mem, int world, const Schedule& schedule, const std
 ::testing::AssertionResult SharesAreCompact(const Schedule& schedule, const std::vector<ScratchShare>& shares,
                                             const std::vector<int>& owners, const std::vector<uint64_t>& bytes);
 
+// That the `bytes` at `p` lie wholly inside the `buf_bytes` at `buf`.
+bool Within(const uint8_t* p, uint64_t bytes, const uint8_t* buf, uint64_t buf_bytes);
+
 // PlaceOnGpus, then `schedule` planned there into `steps`, which must be
 // ordered wherever two of them touch the same bytes.
 ::testing::AssertionResult PlanOnGpus(RankMemory& mem, int world, const Schedule& schedule,

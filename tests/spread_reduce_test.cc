@@ -45,16 +45,16 @@ TEST(SpreadReduce, EveryGpuFoldsItsChunkAndTheRootTakesInOneVectorLessItsOwnChun
   std::vector<int> folds(4, 0);
   std::vector<uint64_t> reduced(4, 0);
   uint64_t into_root_from_others = 0;
-  auto in = [](const uint8_t* p, const uint8_t* buf, uint64_t bytes) { return p >= buf && p < buf + bytes; };
   for (const DeviceStep& s : steps) {
     if (s.kind == StepKind::kReduce) {
       ++folds[s.device];
       EXPECT_EQ(FoldOperands(s).size(), 4u) << "GPU " << s.device;
-      EXPECT_TRUE(s.from_src && s.src >= mem.sim[2].send && s.src < mem.sim[2].send + 4 * count)
+      EXPECT_TRUE(s.from_src && Within(s.src, s.bytes, mem.sim[2].send, 4 * count))
           << "the root's input leads every chunk's fold";
       reduced[s.device] += s.bytes;
     }
-    if (s.kind == StepKind::kCopy && in(s.dst, mem.sim[2].recv, 4 * count) && !in(s.src, mem.sim[2].send, 4 * count)) {
+    if (s.kind == StepKind::kCopy && Within(s.dst, s.bytes, mem.sim[2].recv, 4 * count) &&
+        !Within(s.src, s.bytes, mem.sim[2].send, 4 * count)) {
       into_root_from_others += s.bytes;
     }
   }
